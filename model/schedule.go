@@ -1,0 +1,249 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind says how a schedule computes its fire times.
+type Kind string
+
+const (
+	// KindCron fires on a cron expression (including "@every").
+	KindCron Kind = "cron"
+	// KindOnce fires once, at FireAt.
+	KindOnce Kind = "once"
+	// KindEvery fires every EverySeconds, anchored at the schedule's creation.
+	KindEvery Kind = "every"
+)
+
+// Target says what a run starts.
+type Target string
+
+const (
+	// TargetWorkflow starts a run of (WorkflowID, Version) through the Executor.
+	TargetWorkflow Target = "workflow"
+)
+
+// OverlapPolicy decides what happens when a run comes due while the
+// schedule's previous run is still in flight (ENQUEUED or STARTED).
+type OverlapPolicy string
+
+const (
+	// OverlapAllow starts every run regardless of the previous one.
+	OverlapAllow OverlapPolicy = "allow"
+	// OverlapSkip records the new run as SKIPPED.
+	OverlapSkip OverlapPolicy = "skip"
+	// OverlapQueue holds the schedule until the in-flight run ends, then
+	// starts the next planned run.
+	OverlapQueue OverlapPolicy = "queue"
+)
+
+// CatchupPolicy decides what happens to planned runs that were missed
+// because no scheduler was working (downtime), found late by more than the
+// misfire grace.
+type CatchupPolicy string
+
+const (
+	// CatchupNone drops missed runs; the schedule resumes at its next time.
+	CatchupNone CatchupPolicy = "none"
+	// CatchupLatest fires the most recent missed run once.
+	CatchupLatest CatchupPolicy = "latest"
+	// CatchupFireImmediately fires every missed run now, at most
+	// MAX_CATCHUP_PER_TICK per schedule per tick.
+	CatchupFireImmediately CatchupPolicy = "fire_immediately"
+	// CatchupSpread fires every missed run, each delayed by a deterministic
+	// offset within the spread window so a backlog does not land at once.
+	CatchupSpread CatchupPolicy = "spread"
+)
+
+// ParseOverlapPolicy validates an overlap policy name.
+func ParseOverlapPolicy(s string) (OverlapPolicy, error) {
+	switch p := OverlapPolicy(s); p {
+	case OverlapAllow, OverlapSkip, OverlapQueue:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown overlap_policy %q (want allow, skip or queue)", s)
+}
+
+// ParseCatchupPolicy validates a catch-up policy name.
+func ParseCatchupPolicy(s string) (CatchupPolicy, error) {
+	switch p := CatchupPolicy(s); p {
+	case CatchupNone, CatchupLatest, CatchupFireImmediately, CatchupSpread:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown catchup_policy %q (want none, latest, fire_immediately or spread)", s)
+}
+
+// Version is a workflow version. JSON accepts a number or a string so that
+// pipelines sending either are understood; it is kept as a string.
+type Version string
+
+// UnmarshalJSON accepts 3 and "3".
+func (v *Version) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*v = Version(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("version must be a string or a number")
+	}
+	*v = Version(n.String())
+	return nil
+}
+
+// ScheduleRecord is a registered schedule: what fires, when, and how.
+// NextRunAt, Paused and the timestamps are maintained by the store.
+type ScheduleRecord struct {
+	ID            string        `json:"schedule_id"`
+	Owner         string        `json:"owner,omitempty"`
+	Kind          Kind          `json:"kind"`
+	Target        Target        `json:"target"`
+	WorkflowID    string        `json:"workflow_id"`
+	Version       Version       `json:"version"`
+	UserID        string        `json:"user_id"`
+	CronExpr      string        `json:"cron_expr,omitempty"`
+	Dialect       Dialect       `json:"dialect,omitempty"`
+	Timezone      string        `json:"timezone"`
+	EverySeconds  int64         `json:"every_seconds,omitempty"`
+	FireAt        *time.Time    `json:"fire_at,omitempty"`
+	StartAt       *time.Time    `json:"start_at,omitempty"`
+	EndAt         *time.Time    `json:"end_at,omitempty"`
+	JitterMs      int64         `json:"jitter_ms"`
+	OverlapPolicy OverlapPolicy `json:"overlap_policy"`
+	CatchupPolicy CatchupPolicy `json:"catchup_policy"`
+	// Anchor is where "every" and "@every" intervals count from; set when
+	// the schedule is created or its timing changes.
+	Anchor    time.Time `json:"anchor"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	Paused    bool       `json:"paused"`
+	NextRunAt *time.Time `json:"next_run_at"`
+}
+
+// MaxJitterMs bounds jitter_ms: a day.
+const MaxJitterMs = 24 * 60 * 60 * 1000
+
+// MaxIDLen bounds ids and other free-form identifiers.
+const MaxIDLen = 200
+
+// FieldError is a validation error naming the request field at fault.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Validate checks everything that does not depend on the clock and
+// compiles the schedule, so an accepted record always has a working
+// timetable. The returned error is a *FieldError.
+func (r *ScheduleRecord) Validate() error {
+	if err := ValidateID("schedule_id", r.ID); err != nil {
+		return err
+	}
+	if r.Target == "" {
+		r.Target = TargetWorkflow
+	}
+	if r.Target != TargetWorkflow {
+		return &FieldError{"target", fmt.Sprintf("unknown target %q (want workflow)", r.Target)}
+	}
+	if err := ValidateID("workflow_id", r.WorkflowID); err != nil {
+		return err
+	}
+	if err := ValidateID("version", string(r.Version)); err != nil {
+		return err
+	}
+	if len(r.UserID) > MaxIDLen {
+		return &FieldError{"user_id", fmt.Sprintf("longer than %d characters", MaxIDLen)}
+	}
+	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
+		return &FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)}
+	}
+	if _, err := ParseOverlapPolicy(string(r.OverlapPolicy)); err != nil {
+		return &FieldError{"overlap_policy", err.Error()}
+	}
+	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
+		return &FieldError{"catchup_policy", err.Error()}
+	}
+	if r.StartAt != nil && r.EndAt != nil && r.EndAt.Before(*r.StartAt) {
+		return &FieldError{"end_at", "is before start_at"}
+	}
+	if _, err := r.Compile(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ValidateID checks a required identifier: non-empty, bounded, printable,
+// no whitespace.
+func ValidateID(field, v string) error {
+	switch {
+	case v == "":
+		return &FieldError{field, "is required"}
+	case len(v) > MaxIDLen:
+		return &FieldError{field, fmt.Sprintf("longer than %d characters", MaxIDLen)}
+	case strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return &FieldError{field, "must not contain whitespace or control characters"}
+	}
+	return nil
+}
+
+// Compile builds the record's timetable: its kind's Schedule inside the
+// start_at/end_at window. Errors are *FieldError.
+func (r *ScheduleRecord) Compile() (Schedule, error) {
+	var s Schedule
+	switch r.Kind {
+	case KindCron, "":
+		if _, err := LoadZone(r.Timezone); err != nil {
+			return nil, &FieldError{"timezone", err.Error()}
+		}
+		c, err := ParseCron(r.CronExpr, r.Timezone, r.Dialect, r.Anchor)
+		if err != nil {
+			return nil, &FieldError{"cron_expr", err.Error()}
+		}
+		s = c
+	case KindOnce:
+		if r.FireAt == nil {
+			return nil, &FieldError{"fire_at", "once alarm requires delay_seconds or fire_at"}
+		}
+		s = Once{At: r.FireAt.UTC().Truncate(time.Second)}
+	case KindEvery:
+		if r.EverySeconds < 1 {
+			return nil, &FieldError{"every_seconds", "must be at least 1"}
+		}
+		s = Every{Interval: time.Duration(r.EverySeconds) * time.Second, Anchor: r.Anchor}
+	default:
+		return nil, &FieldError{"kind", fmt.Sprintf("unknown kind %q (want cron, once or every)", r.Kind)}
+	}
+	if r.StartAt == nil && r.EndAt == nil {
+		return s, nil
+	}
+	w := Window{Schedule: s}
+	if r.StartAt != nil {
+		w.Start = *r.StartAt
+	}
+	if r.EndAt != nil {
+		w.End = *r.EndAt
+	}
+	return w, nil
+}
+
+// TimingKey identifies everything that decides the record's fire times.
+// Two records with equal TimingKeys fire at the same instants.
+func (r *ScheduleRecord) TimingKey() string {
+	t := func(p *time.Time) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(p.UnixNano(), 10)
+	}
+	return strings.Join([]string{string(r.Kind), r.CronExpr, string(r.Dialect), r.Timezone,
+		strconv.FormatInt(r.EverySeconds, 10), t(r.FireAt), t(r.StartAt), t(r.EndAt)}, "\x00")
+}

@@ -1,0 +1,82 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+)
+
+const (
+	// RunHistoryDefault is how many run records are kept per schedule.
+	RunHistoryDefault = 100
+	// RunRetentionDefault is how long run records of deleted schedules and
+	// manual runs stay readable.
+	RunRetentionDefault = 7 * 24 * time.Hour
+	// TaskRetentionDefault is how long asynq keeps a finished task, and so
+	// how long its TaskID keeps rejecting a second enqueue of the same run.
+	TaskRetentionDefault = 24 * time.Hour
+	// QueueNameDefault is the asynq queue runs go to.
+	QueueNameDefault = "chronos"
+	// LookaheadDefault is how far ahead "allow" schedules are enqueued.
+	LookaheadDefault = 60 * time.Second
+	// TaskMaxRetryDefault is how often asynq retries a failing launch.
+	TaskMaxRetryDefault = 5
+)
+
+// Config configures a Store. The zero value of each field means its default.
+type Config struct {
+	// Shards is the number of due-set shards. Fixed for the life of a
+	// Redis: the first process records it, later ones must agree.
+	// Default ShardsDefault.
+	Shards int
+	// Lookahead is how far before its fire time an "allow" schedule is
+	// acted on, so its task is in asynq on time. Zero means none (unlike
+	// the other fields); chronos's LOOKAHEAD_MS defaults to LookaheadDefault.
+	Lookahead time.Duration
+	// RunHistory is how many run records are kept per schedule. Default
+	// RunHistoryDefault.
+	RunHistory int
+	// RunRetention is how long records of manual runs and deleted
+	// schedules' runs stay. Default RunRetentionDefault.
+	RunRetention time.Duration
+	// TaskRetention is how long asynq keeps finished tasks (dedup horizon).
+	// Default TaskRetentionDefault.
+	TaskRetention time.Duration
+	// QueueName is the asynq queue of run tasks. Default QueueNameDefault.
+	QueueName string
+	// TaskMaxRetry is asynq's retry count for a run task. Default
+	// TaskMaxRetryDefault.
+	TaskMaxRetry int
+	// TaskTimeout bounds one launch attempt. Default 5 minutes.
+	TaskTimeout time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c *Config) WithDefaults() Config {
+	var v Config
+	if c != nil {
+		v = *c
+	}
+	v.Shards = cmp.Or(v.Shards, ShardsDefault)
+	v.RunHistory = cmp.Or(v.RunHistory, RunHistoryDefault)
+	v.RunRetention = cmp.Or(v.RunRetention, RunRetentionDefault)
+	v.TaskRetention = cmp.Or(v.TaskRetention, TaskRetentionDefault)
+	v.QueueName = cmp.Or(v.QueueName, QueueNameDefault)
+	v.TaskMaxRetry = cmp.Or(v.TaskMaxRetry, TaskMaxRetryDefault)
+	v.TaskTimeout = cmp.Or(v.TaskTimeout, 5*time.Minute)
+	return v
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Shards < 1 || c.Shards > ShardsMax:
+		return fmt.Errorf("SHARDS must be between 1 and %d, got %d", ShardsMax, c.Shards)
+	case c.Lookahead < 0:
+		return fmt.Errorf("LOOKAHEAD_MS must not be negative")
+	case c.RunHistory < 1:
+		return fmt.Errorf("RUN_HISTORY must be at least 1")
+	case c.TaskRetention < time.Minute:
+		return fmt.Errorf("TASK_RETENTION must be at least 1m: it is the horizon of duplicate-enqueue protection")
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package queue
+
+import (
+	"fmt"
+	"hash/fnv"
+)
+
+// ShardsDefault is the default number of shards.
+const ShardsDefault = 16
+
+// ShardsMax bounds SHARDS: each shard is a lock and a ticking loop.
+const ShardsMax = 1024
+
+const keyPrefix = "chronos:"
+
+// ShardOf maps an id (schedule id, or idempotency key for manual runs) to
+// its shard.
+func ShardOf(id string, shards int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// shardPrefix is the prefix of every key of shard s, hash tag included.
+func shardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
+
+func dueKey(s int) string                 { return shardPrefix(s) + "due" }
+func outboxKey(s int) string              { return shardPrefix(s) + "outbox" }
+func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }
+func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
+func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + id }
+func historyKey(s int, id string) string  { return shardPrefix(s) + "runs:" + id }
+func runKey(s int, key string) string     { return shardPrefix(s) + "run:" + key }
+
+func workflowKey(id, version string) string {
+	return keyPrefix + "wf:{" + id + "}:" + version
+}
+
+const (
+	metaKey       = keyPrefix + "meta"
+	schedulersKey = keyPrefix + "schedulers"
+)

@@ -1,0 +1,97 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// Leases hands out per-shard leases: redsync mutexes that a holder renews
+// and stops trusting before they expire.
+type Leases struct {
+	rs  *redsync.Redsync
+	ttl time.Duration
+}
+
+// NewLeases returns shard leases of the given TTL on the store's Redis.
+func (s *Store) NewLeases(ttl time.Duration) *Leases {
+	return &Leases{rs: redsync.New(goredis.NewPool(s.rdb)), ttl: ttl}
+}
+
+// Lease is a held shard lease.
+type Lease struct {
+	Shard int
+	mu    *redsync.Mutex
+	// until mirrors mu.Until() for readers on other goroutines: only the
+	// owner goroutine calls mu's methods.
+	until atomic.Int64
+}
+
+// TryAcquire takes shard's lease if it is free; (nil, nil) when another
+// holder has it.
+func (l *Leases) TryAcquire(ctx context.Context, shard int) (*Lease, error) {
+	mu := l.rs.NewMutex(leaseKey(shard), redsync.WithExpiry(l.ttl), redsync.WithTries(1))
+	if err := mu.TryLockContext(ctx); err != nil {
+		var taken *redsync.ErrTaken
+		if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("acquire lease of shard %d: %w", shard, err)
+	}
+	l2 := &Lease{Shard: shard, mu: mu}
+	l2.until.Store(mu.Until().UnixNano())
+	return l2, nil
+}
+
+// Extend renews the lease; false means it was lost.
+func (l *Lease) Extend(ctx context.Context) (bool, error) {
+	ok, err := l.mu.ExtendContext(ctx)
+	if err != nil {
+		var taken *redsync.ErrTaken
+		if errors.Is(err, redsync.ErrExtendFailed) || errors.As(err, &taken) {
+			return false, nil
+		}
+		return false, fmt.Errorf("extend lease of shard %d: %w", l.Shard, err)
+	}
+	l.until.Store(l.mu.Until().UnixNano())
+	return ok, nil
+}
+
+// Until is when the lease expires, by the local clock at acquire/extend.
+// Safe to call from any goroutine.
+func (l *Lease) Until() time.Time { return time.Unix(0, l.until.Load()) }
+
+// Release gives the lease up.
+func (l *Lease) Release(ctx context.Context) error {
+	_, err := l.mu.UnlockContext(ctx)
+	return err
+}
+
+// Heartbeat records a scheduler replica as alive and returns how many are.
+func (s *Store) Heartbeat(ctx context.Context, replica string, now time.Time, ttl time.Duration) (int, error) {
+	var n int64
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, schedulersKey, redis.Z{Score: float64(ms(now)), Member: replica})
+		p.ZRemRangeByScore(ctx, schedulersKey, "-inf", fmt.Sprint(ms(now.Add(-ttl))))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scheduler heartbeat: %w", err)
+	}
+	n, err = s.rdb.ZCard(ctx, schedulersKey).Result()
+	if err != nil {
+		return 0, fmt.Errorf("scheduler heartbeat: %w", err)
+	}
+	return int(n), nil
+}
+
+// Leave removes a scheduler replica from the live set.
+func (s *Store) Leave(ctx context.Context, replica string) error {
+	return s.rdb.ZRem(ctx, schedulersKey, replica).Err()
+}

@@ -1,0 +1,81 @@
+-- Commit a page of plans atomically. Each plan applies only if the
+-- schedule's next time and in-flight run are still what the plan was
+-- computed from and it is neither paused nor held; so two replicas that
+-- planned the same page write it once.
+-- KEYS[1] -> due zset
+-- KEYS[2] -> outbox hash
+-- KEYS[3] -> in-flight zset
+-- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
+-- ARGV[2] -> now, ms
+-- ARGV[3] -> run history kept per schedule
+-- ARGV[4] -> number of plans, then per plan:
+--   id, expected next, expected inflight, new next ("" = retired),
+--   new score, new inflight key ("" = unchanged), its deadline ms,
+--   hold ("1" = hold until the in-flight run ends), number of runs,
+--   then per run: key, run_at ms, fire_at ms, status, error, task payload
+-- Output: array of 1 (applied) / 0 (stale) per plan
+local pfx, now, keep = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local i = 5
+local out = {}
+for p = 1, tonumber(ARGV[4]) do
+  local id, expNext, expInfl = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local newNext, newScore, newInfl, deadline = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  local hold, nRuns = ARGV[i + 7], tonumber(ARGV[i + 8])
+  i = i + 9
+  local skey = pfx .. 'sched:' .. id
+  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'def')
+  if cur[5] and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
+    local hkey = pfx .. 'runs:' .. id
+    for r = 1, nRuns do
+      local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
+      local rkey = pfx .. 'run:' .. key
+      if redis.call('EXISTS', rkey) == 0 then
+        redis.call('HSET', rkey, 'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st,
+          'cr', now, 'up', now, 'src', 'schedule')
+        if err ~= '' then
+          redis.call('HSET', rkey, 'err', err)
+        end
+        if st == 'ENQUEUED' then
+          redis.call('HSET', rkey, 'enq', now)
+          redis.call('HSET', KEYS[2], key, ARGV[i + 5])
+        end
+        redis.call('ZADD', hkey, ARGV[i + 1], key)
+      end
+      i = i + 6
+    end
+    local inflight = cur[2] or ''
+    if newInfl ~= '' then
+      inflight = newInfl
+      redis.call('HSET', skey, 'inflight', newInfl)
+      redis.call('ZADD', KEYS[3], deadline, id)
+    end
+    local n = redis.call('ZCARD', hkey)
+    if n > keep then
+      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, n - keep - 1)) do
+        if k ~= inflight then
+          redis.call('DEL', pfx .. 'run:' .. k)
+          redis.call('ZREM', hkey, k)
+        end
+      end
+    end
+    if newNext == '' then
+      redis.call('HDEL', skey, 'next')
+    else
+      redis.call('HSET', skey, 'next', newNext)
+    end
+    if hold == '1' then
+      redis.call('HSET', skey, 'held', '1')
+      redis.call('ZADD', KEYS[1], '+inf', id)
+    else
+      redis.call('ZADD', KEYS[1], newScore, id)
+    end
+    out[#out + 1] = 1
+  else
+    if not cur[5] then
+      redis.call('ZREM', KEYS[1], id)
+    end
+    i = i + 6 * nRuns
+    out[#out + 1] = 0
+  end
+end
+return out

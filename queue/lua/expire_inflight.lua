@@ -1,0 +1,33 @@
+-- Fail in-flight runs that reported no final status before their deadline,
+-- releasing their schedules, so a lost run never wedges a "skip" or "queue"
+-- schedule.
+-- KEYS[1] -> due zset
+-- KEYS[2] -> in-flight zset
+-- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
+-- ARGV[2] -> now, ms
+-- ARGV[3] -> at most this many schedules
+-- ARGV[4] -> error to record
+-- Output: idempotency keys marked FAILED
+local pfx = ARGV[1]
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local skey = pfx .. 'sched:' .. id
+  local s = redis.call('HMGET', skey, 'inflight', 'held', 'next', 'paused')
+  if s[1] then
+    local rkey = pfx .. 'run:' .. s[1]
+    local st = redis.call('HGET', rkey, 'st')
+    if st == 'ENQUEUED' or st == 'STARTED' then
+      redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
+      out[#out + 1] = s[1]
+    end
+    redis.call('HDEL', skey, 'inflight')
+    if s[2] then
+      redis.call('HDEL', skey, 'held')
+      if s[3] and not s[4] then
+        redis.call('ZADD', KEYS[1], s[3], id)
+      end
+    end
+  end
+  redis.call('ZREM', KEYS[2], id)
+end
+return out

@@ -1,0 +1,32 @@
+-- Pause or resume a schedule. Resuming does not catch up on the paused time:
+-- the schedule continues at its next fire time after now.
+-- KEYS[1] -> schedule hash
+-- KEYS[2] -> due zset
+-- ARGV[1] -> schedule id
+-- ARGV[2] -> "1" pause, "0" resume
+-- ARGV[3] -> on resume: next fire time in ms after now ("" = none)
+-- ARGV[4] -> on resume: act score
+-- Output: -1 not found, 0 already in that state, 1 changed
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return -1
+end
+local st = redis.call('HMGET', KEYS[1], 'paused', 'held')
+if ARGV[2] == '1' then
+  if st[1] then return 0 end
+  redis.call('HSET', KEYS[1], 'paused', '1')
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  return 1
+end
+if not st[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'paused')
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], 'next')
+else
+  redis.call('HSET', KEYS[1], 'next', ARGV[3])
+end
+if st[2] or ARGV[3] == '' then
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+end
+return 1

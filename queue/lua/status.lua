@@ -1,0 +1,46 @@
+-- Record a run's status. A terminal status (SUCCESS, FAILED, SKIPPED) is
+-- final: later reports do not change it. When the run was its schedule's
+-- in-flight run, the schedule is released (and resumed if it was held).
+-- KEYS[1] -> run hash
+-- KEYS[2] -> due zset
+-- KEYS[3] -> in-flight zset
+-- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
+-- ARGV[2] -> idempotency key
+-- ARGV[3] -> new status
+-- ARGV[4] -> run id ("" = keep)
+-- ARGV[5] -> error ("" = keep)
+-- ARGV[6] -> now, ms
+-- Output: {-1} not found; {0, current} unchanged (already terminal); {1, new} changed
+local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st then
+  return {-1, ''}
+end
+if final[st] then
+  return {0, st}
+end
+redis.call('HSET', KEYS[1], 'st', ARGV[3], 'up', ARGV[6])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'rid', ARGV[4])
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'err', ARGV[5])
+end
+if final[ARGV[3]] then
+  local id = redis.call('HGET', KEYS[1], 'sid')
+  if id and id ~= '' then
+    local skey = ARGV[1] .. 'sched:' .. id
+    local s = redis.call('HMGET', skey, 'inflight', 'held', 'next', 'paused')
+    if s[1] == ARGV[2] then
+      redis.call('HDEL', skey, 'inflight')
+      redis.call('ZREM', KEYS[3], id)
+      if s[2] then
+        redis.call('HDEL', skey, 'held')
+        if s[3] and not s[4] then
+          redis.call('ZADD', KEYS[2], s[3], id)
+        end
+      end
+    end
+  end
+end
+return {1, ARGV[3]}

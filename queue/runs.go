@@ -1,0 +1,200 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// runFields are the fields of a run hash, short because there is one hash
+// per run: sid (schedule id), at (run_at ms), fire (fire_at ms, after
+// jitter), st (status), rid (run id), enq (enqueued_at ms), cr, up
+// (created/updated ms), err, src (schedule | manual).
+var runFields = []string{"sid", "at", "fire", "st", "rid", "enq", "cr", "up", "err", "src"}
+
+func runFromFields(key string, v []any) (*model.Run, error) {
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	if str(3) == "" {
+		return nil, fmt.Errorf("run %s: %w", key, ErrNotFound)
+	}
+	msTime := func(i int) time.Time {
+		n, _ := strconv.ParseInt(str(i), 10, 64)
+		return fromMS(n)
+	}
+	r := &model.Run{
+		IdempotencyKey: key,
+		ScheduleID:     str(0),
+		RunAt:          msTime(1),
+		FireAt:         msTime(2),
+		Status:         model.RunStatus(str(3)),
+		RunID:          str(4),
+		CreatedAt:      msTime(6),
+		UpdatedAt:      msTime(7),
+		Error:          str(8),
+		Source:         model.RunSource(str(9)),
+	}
+	if str(5) != "" {
+		t := msTime(5)
+		r.EnqueuedAt = &t
+	}
+	return r, nil
+}
+
+// ListRuns returns the newest runs of a schedule, newest first.
+func (s *Store) ListRuns(ctx context.Context, scheduleID string, limit int) ([]*model.Run, error) {
+	sh := s.shard(scheduleID)
+	keys, err := s.rdb.ZRevRange(ctx, historyKey(sh, scheduleID), 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", scheduleID, err)
+	}
+	cmds := make([]*redis.SliceCmd, len(keys))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HMGet(ctx, runKey(sh, k), runFields...)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", scheduleID, err)
+	}
+	out := make([]*model.Run, 0, len(keys))
+	for i, k := range keys {
+		r, err := runFromFields(k, cmds[i].Val())
+		if errors.Is(err, ErrNotFound) {
+			continue // trimmed between the two reads
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// GetRun loads a run by its idempotency key alone. Scheduled runs live in
+// their schedule's shard and manual runs in their key's, so it asks every
+// shard in one pipeline.
+func (s *Store) GetRun(ctx context.Context, key string) (*model.Run, int, error) {
+	cmds := make([]*redis.SliceCmd, s.cfg.Shards)
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for sh := range s.cfg.Shards {
+			cmds[sh] = p.HMGet(ctx, runKey(sh, key), runFields...)
+		}
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("load run %s: %w", key, err)
+	}
+	for sh, c := range cmds {
+		if r, err := runFromFields(key, c.Val()); err == nil {
+			return r, sh, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("run %s: %w", key, ErrNotFound)
+}
+
+// GetScheduleRun loads a run of a known schedule (one round trip).
+func (s *Store) GetScheduleRun(ctx context.Context, scheduleID, key string) (*model.Run, error) {
+	sh := s.shard(scheduleID)
+	if scheduleID == "" {
+		sh = s.shard(key)
+	}
+	v, err := s.rdb.HMGet(ctx, runKey(sh, key), runFields...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", key, err)
+	}
+	return runFromFields(key, v)
+}
+
+// StatusUpdate is a reported change of a run's status.
+type StatusUpdate struct {
+	Status model.RunStatus
+	RunID  string
+	Error  string
+}
+
+// UpdateRunStatus records a run's status. A final status (SUCCESS, FAILED,
+// SKIPPED) is final: reporting the same one again is a no-op, reporting a
+// different one is ErrConflict. A final status releases the schedule's
+// overlap hold. The run's schedule id may be "" when unknown.
+func (s *Store) UpdateRunStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (*model.Run, error) {
+	sh := -1
+	if scheduleID != "" {
+		sh = s.shard(scheduleID)
+	} else {
+		_, found, err := s.GetRun(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		sh = found
+	}
+	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now())).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("update run %s: %w", key, err)
+	}
+	code, _ := res[0].(int64)
+	cur, _ := res[1].(string)
+	switch {
+	case code == -1:
+		return nil, fmt.Errorf("run %s: %w", key, ErrNotFound)
+	case code == 0 && cur != string(u.Status):
+		return nil, fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
+	}
+	v, err := s.rdb.HMGet(ctx, runKey(sh, key), runFields...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", key, err)
+	}
+	return runFromFields(key, v)
+}
+
+// ManualRun asks for a run outside any schedule (POST /run-launcher/start).
+type ManualRun struct {
+	WorkflowID     string
+	Version        string
+	UserID         string
+	ScheduledFor   time.Time
+	IdempotencyKey string
+}
+
+// StartManualRun records and enqueues a manual run unless a run with its
+// idempotency key exists (scheduled or manual). It returns the run and
+// whether this call started it.
+func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bool, error) {
+	if r, _, err := s.GetRun(ctx, m.IdempotencyKey); err == nil {
+		return r, false, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, false, err
+	}
+	sh := s.shard(m.IdempotencyKey)
+	p := TaskPayload{
+		IdempotencyKey: m.IdempotencyKey, RunAt: m.ScheduledFor.UTC(), FireAt: m.ScheduledFor.UTC(),
+		WorkflowID: m.WorkflowID, Version: m.Version, UserID: m.UserID, Source: model.SourceManual,
+	}
+	payload, err := p.Encode()
+	if err != nil {
+		return nil, false, err
+	}
+	n, err := manualRunScript.Run(ctx, s.rdb, []string{runKey(sh, m.IdempotencyKey), outboxKey(sh)},
+		m.IdempotencyKey, ms(m.ScheduledFor), ms(s.clock.Now()), payload, int64(s.cfg.RunRetention/time.Second)).Int()
+	if err != nil {
+		return nil, false, fmt.Errorf("record manual run %s: %w", m.IdempotencyKey, err)
+	}
+	started := n == 1
+	if started {
+		// The outbox holds the task until asynq has it: a crash here leaves
+		// it for the shard's scheduler to enqueue.
+		if err := s.Enqueue(ctx, payload, p); err != nil {
+			return nil, false, err
+		}
+		if err := s.rdb.HDel(ctx, outboxKey(sh), m.IdempotencyKey).Err(); err != nil {
+			return nil, false, fmt.Errorf("clear outbox entry %s: %w", m.IdempotencyKey, err)
+		}
+	}
+	r, err := s.GetScheduleRun(ctx, "", m.IdempotencyKey)
+	return r, started, err
+}

@@ -1,0 +1,331 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// Store is the schedule store: schedules, their due sets, run records,
+// workflows and the outbox, in Redis.
+type Store struct {
+	rdb    redis.UniversalClient
+	clock  Clock
+	cfg    Config
+	client *asynq.Client
+}
+
+// NewStore returns a Store on rdb. It checks the recorded shard count so
+// that processes configured differently cannot split one keyspace two ways.
+func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *Config) (*Store, error) {
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := rdb.HSetNX(ctx, metaKey, "shards", c.Shards).Err(); err != nil {
+		return nil, fmt.Errorf("record shard count in %s: %w", metaKey, err)
+	}
+	got, err := rdb.HGet(ctx, metaKey, "shards").Int()
+	if err != nil {
+		return nil, fmt.Errorf("read shard count from %s: %w", metaKey, err)
+	}
+	if got != c.Shards {
+		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
+	}
+	return &Store{rdb: rdb, clock: clock, cfg: c, client: asynq.NewClientFromRedisClient(rdb)}, nil
+}
+
+// Config returns the store's effective configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Clock returns the store's clock.
+func (s *Store) Clock() Clock { return s.clock }
+
+// Redis returns the underlying client.
+func (s *Store) Redis() redis.UniversalClient { return s.rdb }
+
+// Close releases the asynq client (not the Redis client, which the caller owns).
+func (s *Store) Close() error { return nil }
+
+func (s *Store) shard(id string) int { return ShardOf(id, s.cfg.Shards) }
+
+// ms is the store's time encoding: Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// ActScore is when a scheduler should act on a schedule whose next fire
+// time is next: ahead by the lookahead for "allow", on time otherwise, and
+// early by the jitter so a negative offset can still be honoured.
+func (s *Store) ActScore(rec *model.ScheduleRecord, next time.Time) float64 {
+	act := next.Add(-time.Duration(rec.JitterMs) * time.Millisecond)
+	if rec.OverlapPolicy == model.OverlapAllow {
+		act = act.Add(-s.cfg.Lookahead)
+	}
+	return float64(ms(act))
+}
+
+// storedDef is what the "def" field holds: the record without the fields
+// the store keeps separately.
+func encodeDef(rec *model.ScheduleRecord) (string, error) {
+	c := *rec
+	c.Paused = false
+	c.NextRunAt = nil
+	b, err := json.Marshal(&c)
+	return string(b), err
+}
+
+// DecodeDef parses a stored definition.
+func DecodeDef(def string) (*model.ScheduleRecord, error) {
+	var rec model.ScheduleRecord
+	if err := json.Unmarshal([]byte(def), &rec); err != nil {
+		return nil, fmt.Errorf("decode stored schedule: %w", err)
+	}
+	return &rec, nil
+}
+
+// UpsertResult says what an upsert did.
+type UpsertResult struct {
+	Schedule *model.ScheduleRecord
+	Created  bool
+	Changed  bool
+}
+
+// UpsertSchedule creates the schedule or updates it in place, keeping its
+// run history. rec must have passed Validate. An upsert whose body equals
+// the stored one changes nothing (not even updated_at). When the timing
+// changes, the next fire time is recomputed from now; @every and "every"
+// schedules re-anchor at now.
+func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (*UpsertResult, error) {
+	sh := s.shard(rec.ID)
+	skey := scheduleKey(sh, rec.ID)
+	for attempt := 0; attempt < 10; attempt++ {
+		now := s.clock.Now().UTC()
+		v, err := s.rdb.HMGet(ctx, skey, "def", "next").Result()
+		if err != nil {
+			return nil, fmt.Errorf("load schedule %s: %w", rec.ID, err)
+		}
+		curDef, _ := v[0].(string)
+		curNext, _ := v[1].(string)
+		next := *rec
+		created := curDef == ""
+		timing := true
+		if created {
+			next.CreatedAt, next.Anchor = now, now
+		} else {
+			old, err := DecodeDef(curDef)
+			if err != nil {
+				return nil, err
+			}
+			next.CreatedAt, next.UpdatedAt, next.Anchor = old.CreatedAt, old.UpdatedAt, old.Anchor
+			timing = old.TimingKey() != next.TimingKey()
+			if timing {
+				next.Anchor = now
+			}
+			if sameDef(old, &next) {
+				got, err := s.GetSchedule(ctx, rec.ID)
+				return &UpsertResult{Schedule: got}, err
+			}
+		}
+		next.UpdatedAt = now
+		nextMS := curNext
+		if timing {
+			sched, err := next.Compile()
+			if err != nil {
+				return nil, err
+			}
+			nextMS = ""
+			if t := sched.Next(now); !t.IsZero() {
+				nextMS = strconv.FormatInt(ms(t), 10)
+			}
+		}
+		score := "+inf"
+		if nextMS != "" {
+			m, err := strconv.ParseInt(nextMS, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("schedule %s: corrupt next %q", rec.ID, nextMS)
+			}
+			score = scoreString(s.ActScore(&next, fromMS(m)))
+		}
+		def, err := encodeDef(&next)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := upsertScript.Run(ctx, s.rdb, []string{skey, dueKey(sh)},
+			rec.ID, curDef, curNext, def, nextMS, score).Int()
+		if err != nil {
+			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+		}
+		if ok == 1 {
+			got, err := s.GetSchedule(ctx, rec.ID)
+			return &UpsertResult{Schedule: got, Created: created, Changed: true}, err
+		}
+	}
+	return nil, fmt.Errorf("upsert schedule %s: %w: changed concurrently 10 times, retry", rec.ID, ErrConflict)
+}
+
+// sameDef reports whether b would store exactly what a stores, ignoring
+// updated_at.
+func sameDef(a, b *model.ScheduleRecord) bool {
+	x, y := *a, *b
+	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
+	ea, err1 := encodeDef(&x)
+	eb, err2 := encodeDef(&y)
+	return err1 == nil && err2 == nil && ea == eb
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// GetSchedule loads one schedule.
+func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleRecord, error) {
+	v, err := s.rdb.HMGet(ctx, scheduleKey(s.shard(id), id), "def", "next", "paused").Result()
+	if err != nil {
+		return nil, fmt.Errorf("load schedule %s: %w", id, err)
+	}
+	return recordFromFields(id, v)
+}
+
+func recordFromFields(id string, v []any) (*model.ScheduleRecord, error) {
+	def, _ := v[0].(string)
+	if def == "" {
+		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	rec, err := DecodeDef(def)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := v[1].(string); n != "" {
+		if m, err := strconv.ParseInt(n, 10, 64); err == nil {
+			t := fromMS(m)
+			rec.NextRunAt = &t
+		}
+	}
+	p, _ := v[2].(string)
+	rec.Paused = p != ""
+	return rec, nil
+}
+
+// SetPaused pauses or resumes a schedule. Resuming continues at the next
+// fire time after now: paused time is not caught up.
+func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.ScheduleRecord, error) {
+	rec, err := s.GetSchedule(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	sh := s.shard(id)
+	nextMS, score := "", "+inf"
+	if !paused {
+		sched, err := rec.Compile()
+		if err != nil {
+			return nil, err
+		}
+		if t := sched.Next(s.clock.Now()); !t.IsZero() {
+			nextMS = strconv.FormatInt(ms(t), 10)
+			score = scoreString(s.ActScore(rec, t))
+		}
+	}
+	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},
+		id, boolArg(paused), nextMS, score).Int()
+	if err != nil {
+		return nil, fmt.Errorf("pause schedule %s: %w", id, err)
+	}
+	if res == -1 {
+		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	return s.GetSchedule(ctx, id)
+}
+
+// DeleteSchedule removes a schedule; its runs stay readable for the run
+// retention.
+func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
+	sh := s.shard(id)
+	n, err := deleteScript.Run(ctx, s.rdb,
+		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id)},
+		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second)).Int()
+	if err != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// ListSchedules returns up to limit schedules after cursor, in no
+// particular order, and the cursor of the next page ("" at the end).
+// A cursor is "<shard>:<zscan cursor>".
+func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
+	sh, zc := 0, uint64(0)
+	if cursor != "" {
+		a, b, ok := strings.Cut(cursor, ":")
+		var err1, err2 error
+		sh, err1 = strconv.Atoi(a)
+		zc, err2 = strconv.ParseUint(b, 10, 64)
+		if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= s.cfg.Shards {
+			return nil, "", fmt.Errorf("invalid cursor %q", cursor)
+		}
+	}
+	var ids []string
+	for sh < s.cfg.Shards && len(ids) < limit {
+		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", int64(limit-len(ids))).Result()
+		if err != nil {
+			return nil, "", fmt.Errorf("list schedules: %w", err)
+		}
+		for i := 0; i < len(keys); i += 2 {
+			ids = append(ids, keys[i])
+		}
+		zc = next
+		if next == 0 {
+			sh++
+		}
+	}
+	nextCursor := ""
+	if sh < s.cfg.Shards {
+		nextCursor = fmt.Sprintf("%d:%d", sh, zc)
+	}
+	out := make([]*model.ScheduleRecord, 0, len(ids))
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, scheduleKey(s.shard(id), id), "def", "next", "paused")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list schedules: %w", err)
+	}
+	for i, id := range ids {
+		rec, err := recordFromFields(id, cmds[i].Val())
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted between scan and load
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, rec)
+	}
+	return out, nextCursor, nil
+}
+
+// scoreString formats a due-set score for ZADD.
+func scoreString(f float64) string {
+	if math.IsInf(f, 1) {
+		return "+inf"
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}

@@ -1,0 +1,93 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+)
+
+const (
+	// TickIntervalDefault is how often each held shard is worked.
+	TickIntervalDefault = time.Second
+	// MaxCatchupPerTickDefault bounds the runs one schedule emits per tick.
+	MaxCatchupPerTickDefault = 100
+	// LeaseTTLDefault is a shard lease's lifetime; a dead replica's shards
+	// are taken over within it.
+	LeaseTTLDefault = 5 * time.Second
+	// PageSizeDefault is how many due schedules one commit handles.
+	PageSizeDefault = 500
+	// EnqueueConcurrencyDefault is the number of concurrent asynq enqueues.
+	EnqueueConcurrencyDefault = 32
+	// RunTimeoutDefault is how long a run may stay in flight without a
+	// final status before it is marked FAILED.
+	RunTimeoutDefault = time.Hour
+	// MisfireGraceDefault is how late a run may be found and still count
+	// as on time; later ones are "missed" and follow the catch-up policy.
+	MisfireGraceDefault = 5 * time.Second
+	// SpreadWindowDefault is the window the "spread" catch-up policy
+	// spreads missed runs over.
+	SpreadWindowDefault = time.Minute
+)
+
+// Config configures a Scheduler. The zero value of each field means its
+// default.
+type Config struct {
+	// ReplicaID names this replica in the live set. Default: random.
+	ReplicaID string
+	// TickInterval is the period of each shard loop. Default
+	// TickIntervalDefault.
+	TickInterval time.Duration
+	// MaxCatchupPerTick bounds the runs one schedule emits per tick.
+	// Default MaxCatchupPerTickDefault.
+	MaxCatchupPerTick int
+	// LeaseTTL is a shard lease's lifetime. Default LeaseTTLDefault.
+	LeaseTTL time.Duration
+	// PageSize is how many due schedules one commit handles. Default
+	// PageSizeDefault.
+	PageSize int
+	// EnqueueConcurrency is the number of concurrent asynq enqueues.
+	// Default EnqueueConcurrencyDefault.
+	EnqueueConcurrency int
+	// RunTimeout fails runs that stay in flight longer. Default
+	// RunTimeoutDefault.
+	RunTimeout time.Duration
+	// MisfireGrace is how late a run may be found and still count as on
+	// time. Default MisfireGraceDefault.
+	MisfireGrace time.Duration
+	// SpreadWindow is where "spread" catch-up places missed runs. Default
+	// SpreadWindowDefault.
+	SpreadWindow time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c *Config) WithDefaults() Config {
+	var v Config
+	if c != nil {
+		v = *c
+	}
+	v.TickInterval = cmp.Or(v.TickInterval, TickIntervalDefault)
+	v.MaxCatchupPerTick = cmp.Or(v.MaxCatchupPerTick, MaxCatchupPerTickDefault)
+	v.LeaseTTL = cmp.Or(v.LeaseTTL, LeaseTTLDefault)
+	v.PageSize = cmp.Or(v.PageSize, PageSizeDefault)
+	v.EnqueueConcurrency = cmp.Or(v.EnqueueConcurrency, EnqueueConcurrencyDefault)
+	v.RunTimeout = cmp.Or(v.RunTimeout, RunTimeoutDefault)
+	v.MisfireGrace = cmp.Or(v.MisfireGrace, MisfireGraceDefault)
+	v.SpreadWindow = cmp.Or(v.SpreadWindow, SpreadWindowDefault)
+	return v
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.TickInterval < 10*time.Millisecond:
+		return fmt.Errorf("TICK_MS must be at least 10, got %d", c.TickInterval.Milliseconds())
+	case c.MaxCatchupPerTick < 1:
+		return fmt.Errorf("MAX_CATCHUP_PER_TICK must be at least 1, got %d", c.MaxCatchupPerTick)
+	case c.LeaseTTL < time.Second:
+		return fmt.Errorf("LEASE_TTL must be at least 1s, got %s", c.LeaseTTL)
+	case c.PageSize < 1 || c.PageSize > 10000:
+		return fmt.Errorf("page size must be between 1 and 10000, got %d", c.PageSize)
+	case c.EnqueueConcurrency < 1:
+		return fmt.Errorf("enqueue concurrency must be at least 1")
+	}
+	return nil
+}

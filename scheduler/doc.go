@@ -1,0 +1,21 @@
+// Package scheduler is the ticker: it shares the due-set shards among
+// scheduler replicas with leases, and for each shard it holds, every tick it
+// reads the schedules whose act time has come, expands their due run times
+// (zone and DST aware, through model), applies the overlap, catch-up and
+// jitter policies, commits the plan atomically and hands the runs to asynq.
+//
+// # Shard ownership
+//
+//	           heartbeat: live replicas N, fair share ceil(SHARDS/N)
+//	free shard ──TryAcquire──▶ held ──Extend every TTL/3──▶ held
+//	                             │                            │
+//	        share exceeded ──────┤        extend failed, or   │
+//	        Stop ────────────────┤        now ≥ Until−margin ─┘
+//	                             ▼
+//	                  released / lost: the shard loop stops
+//
+// A replica acts on a shard only while its lease has more than the safety
+// margin left. It does not rely on that for correctness: two holders that
+// overlap plan from the same state, the commit script applies one plan, and
+// asynq rejects a second task with the same TaskID (see package queue).
+package scheduler

@@ -1,0 +1,140 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// planner turns a due schedule into a plan. It is pure: the clock reading
+// and everything else comes in as arguments, so a retried tick plans the
+// same runs.
+type planner struct {
+	cfg       Config
+	lookahead time.Duration
+	actScore  func(*model.ScheduleRecord, time.Time) float64
+}
+
+// planStats counts what a plan decided, for metrics.
+type planStats struct {
+	emitted, skipped, missed int
+}
+
+type dueTime struct {
+	at     time.Time
+	missed bool
+}
+
+func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched model.Schedule, now time.Time) (queue.Plan, planStats) {
+	p := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
+	var st planStats
+	if d.Next.IsZero() {
+		return p, st // nothing planned: retire
+	}
+	jitter := time.Duration(rec.JitterMs) * time.Millisecond
+	horizon := now.Add(jitter)
+	if rec.OverlapPolicy == model.OverlapAllow {
+		horizon = horizon.Add(pl.lookahead)
+	}
+	limit := pl.cfg.MaxCatchupPerTick
+	cutoff := now.Add(-pl.cfg.MisfireGrace)
+
+	var times []dueTime
+	t := d.Next
+	if t.Before(cutoff) {
+		switch rec.CatchupPolicy {
+		case model.CatchupNone:
+			st.missed++
+			t = sched.Next(cutoff.Add(-time.Nanosecond))
+		case model.CatchupLatest:
+			st.missed++
+			last := lastBefore(sched, t, cutoff)
+			times = append(times, dueTime{at: last, missed: true})
+			t = sched.Next(last)
+		default: // fire_immediately, spread
+			for !t.IsZero() && t.Before(cutoff) && len(times) < limit {
+				times = append(times, dueTime{at: t, missed: true})
+				t = sched.Next(t)
+			}
+		}
+	}
+	for !t.IsZero() && !t.After(horizon) && len(times) < limit {
+		times = append(times, dueTime{at: t})
+		t = sched.Next(t)
+	}
+
+	inflight := d.Inflight
+	p.NewNext = t
+	for _, dt := range times {
+		key := model.IdempotencyKey(d.ID, dt.at)
+		fire := dt.at.Add(model.JitterOffset(key, jitter))
+		if dt.missed {
+			fire = now
+			if rec.CatchupPolicy == model.CatchupSpread {
+				fire = now.Add(model.JitterOffset(key, pl.cfg.SpreadWindow/2) + pl.cfg.SpreadWindow/2)
+			}
+		}
+		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued}
+		if inflight != "" && rec.OverlapPolicy != model.OverlapAllow {
+			if rec.OverlapPolicy == model.OverlapQueue {
+				p.Hold = true
+				p.NewNext = dt.at
+				break
+			}
+			run.Status = model.RunSkipped
+			run.Error = fmt.Sprintf("skipped: run %s is still in flight (overlap_policy skip)", inflight)
+			st.skipped++
+		} else {
+			if rec.OverlapPolicy != model.OverlapAllow {
+				inflight = key
+				p.Inflight = key
+				p.InflightDeadline = maxTime(fire, now).Add(pl.cfg.RunTimeout)
+			}
+			run.Task = queue.TaskPayload{
+				IdempotencyKey: key, ScheduleID: d.ID, RunAt: dt.at, FireAt: fire,
+				WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID,
+				Source: model.SourceSchedule,
+			}
+			st.emitted++
+		}
+		p.Runs = append(p.Runs, run)
+	}
+	if !p.NewNext.IsZero() && !p.Hold {
+		// A schedule still due after this plan (catch-up bound reached) is
+		// scored just past now, so this tick's later pages don't re-read it
+		// and the next tick continues it.
+		p.NewScore = math.Max(pl.actScore(rec, p.NewNext), float64(now.UnixMilli()+1))
+	}
+	return p, st
+}
+
+// lastBefore returns the last fire time t of s with from <= t < cutoff,
+// given that from is a fire time before cutoff. It searches backwards from
+// cutoff in growing windows, so a long outage costs a few Next calls rather
+// than one per missed run.
+func lastBefore(s model.Schedule, from, cutoff time.Time) time.Time {
+	c := from
+	for d := time.Second; d < cutoff.Sub(from); d *= 4 {
+		if n := s.Next(cutoff.Add(-d - time.Nanosecond)); !n.IsZero() && n.Before(cutoff) {
+			c = n
+			break
+		}
+	}
+	for {
+		n := s.Next(c)
+		if n.IsZero() || !n.Before(cutoff) {
+			return c
+		}
+		c = n
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,432 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// Scheduler is one scheduler replica.
+type Scheduler struct {
+	store   *queue.Store
+	clock   queue.Clock
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	leases  *queue.Leases
+	planner planner
+	cache   *compileCache
+
+	mu      sync.Mutex
+	held    map[int]*shardLoop
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+type shardLoop struct {
+	lease  *queue.Lease
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a scheduler replica working store. logger and reg may be nil.
+func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.ReplicaID == "" {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		c.ReplicaID = "scheduler-" + hex.EncodeToString(b)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Scheduler{
+		store:   store,
+		clock:   store.Clock(),
+		cfg:     c,
+		logger:  logger.With("replica", c.ReplicaID),
+		metrics: newMetrics(reg),
+		leases:  store.NewLeases(c.LeaseTTL),
+		planner: planner{cfg: c, lookahead: store.Config().Lookahead, actScore: store.ActScore},
+		cache:   newCompileCache(10000),
+		held:    map[int]*shardLoop{},
+	}, nil
+}
+
+// Start begins taking shard leases and ticking; it returns at once. Stop
+// ends it.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("scheduler already started")
+	}
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go s.ownershipLoop(ctx)
+	return nil
+}
+
+// Stop stops ticking, waits for in-progress ticks to finish and releases
+// the leases so another replica takes the shards over at once.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	s.cancel()
+	done := s.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Scheduler) renewInterval() time.Duration { return s.cfg.LeaseTTL / 3 }
+
+// margin is how long before a lease's expiry the replica stops acting on it.
+func (s *Scheduler) margin() time.Duration { return s.cfg.LeaseTTL / 5 }
+
+func (s *Scheduler) ownershipLoop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.releaseAll()
+			return
+		case <-t.C:
+			s.rebalance(ctx)
+			t.Reset(s.renewInterval())
+		}
+	}
+}
+
+// rebalance renews held leases, then takes or gives shards towards this
+// replica's fair share of the live replicas.
+func (s *Scheduler) rebalance(ctx context.Context) {
+	shards := s.store.Config().Shards
+	live, err := s.store.Heartbeat(ctx, s.cfg.ReplicaID, s.clock.Now(), 3*s.cfg.LeaseTTL)
+	if err != nil {
+		s.logger.WarnContext(ctx, "heartbeat failed; keeping current shards", "err", err)
+		live = 1
+	}
+	share := (shards + max(live, 1) - 1) / max(live, 1)
+
+	for sh, l := range s.snapshot() {
+		ok, err := l.lease.Extend(ctx)
+		if err != nil || !ok {
+			s.logger.WarnContext(ctx, "lost shard lease", "shard", sh, "err", err)
+			s.stopShard(sh, false)
+		}
+	}
+	held := s.snapshot()
+	if len(held) > share {
+		// Give back the excess so a new replica gets its share.
+		for sh := range held {
+			if len(held) <= share {
+				break
+			}
+			s.stopShard(sh, true)
+			delete(held, sh)
+		}
+		return
+	}
+	start := mrand.IntN(shards)
+	for i := 0; i < shards && len(held) < share; i++ {
+		sh := (start + i) % shards
+		if _, ok := held[sh]; ok {
+			continue
+		}
+		lease, err := s.leases.TryAcquire(ctx, sh)
+		if err != nil {
+			s.logger.WarnContext(ctx, "acquire shard lease", "shard", sh, "err", err)
+			return
+		}
+		if lease == nil {
+			continue
+		}
+		held[sh] = s.startShard(ctx, lease)
+		s.logger.InfoContext(ctx, "shard acquired", "shard", sh)
+	}
+}
+
+func (s *Scheduler) snapshot() map[int]*shardLoop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[int]*shardLoop, len(s.held))
+	for k, v := range s.held {
+		m[k] = v
+	}
+	return m
+}
+
+func (s *Scheduler) startShard(ctx context.Context, lease *queue.Lease) *shardLoop {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &shardLoop{lease: lease, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.held[lease.Shard] = l
+	s.metrics.shards.Set(float64(len(s.held)))
+	s.mu.Unlock()
+	go s.shardLoop(ctx, l)
+	return l
+}
+
+// stopShard stops a shard loop, waits for its tick, and releases the lease
+// when asked (a lost lease is not ours to release).
+func (s *Scheduler) stopShard(sh int, release bool) {
+	s.mu.Lock()
+	l := s.held[sh]
+	delete(s.held, sh)
+	s.metrics.shards.Set(float64(len(s.held)))
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.cancel()
+	<-l.done
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := l.lease.Release(ctx); err != nil {
+			s.logger.Warn("release shard lease", "shard", sh, "err", err)
+		}
+	}
+}
+
+func (s *Scheduler) releaseAll() {
+	for sh := range s.snapshot() {
+		s.stopShard(sh, true)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.store.Leave(ctx, s.cfg.ReplicaID)
+}
+
+// leaseValid: act only while the lease has more than the margin left.
+func (s *Scheduler) leaseValid(l *queue.Lease) bool {
+	return time.Now().Before(l.Until().Add(-s.margin()))
+}
+
+func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
+	defer close(l.done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// A tick runs to completion even if Stop is called meanwhile: its
+		// commit and enqueues are short and leave nothing half done.
+		began := time.Now()
+		if err := s.tickShard(context.WithoutCancel(ctx), l.lease); err != nil {
+			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
+		}
+		s.metrics.tick.Observe(time.Since(began).Seconds())
+		t.Reset(max(s.cfg.TickInterval-time.Since(began), time.Millisecond))
+	}
+}
+
+var errLeaseLost = errors.New("shard lease is about to expire; not acting on it")
+
+// TickShard works one shard once, as its lease holder would. Exposed for
+// tests that drive ticks with a simulated clock; lease may be nil there.
+func (s *Scheduler) TickShard(ctx context.Context, shard int) error {
+	return s.tick(ctx, shard, func() bool { return true })
+}
+
+func (s *Scheduler) tickShard(ctx context.Context, l *queue.Lease) error {
+	return s.tick(ctx, l.Shard, func() bool { return s.leaseValid(l) })
+}
+
+func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) error {
+	if !valid() {
+		return errLeaseLost
+	}
+	if err := s.drainOutbox(ctx, shard, valid); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	failed, err := s.store.ExpireInflight(ctx, shard, now, 1000,
+		"no final status within RUN_TIMEOUT; marked FAILED to release the schedule")
+	if err != nil {
+		return err
+	}
+	for _, k := range failed {
+		s.logger.WarnContext(ctx, "run timed out in flight", "shard", shard, "idempotency_key", k)
+	}
+	for {
+		due, err := s.store.ReadDue(ctx, shard, now, s.cfg.PageSize)
+		if err != nil {
+			return err
+		}
+		if len(due) == 0 {
+			return nil
+		}
+		plans := make([]queue.Plan, 0, len(due))
+		var st planStats
+		for _, d := range due {
+			p, ps, err := s.planOne(d, now)
+			if err != nil {
+				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it", "schedule_id", d.ID, "err", err)
+			}
+			plans = append(plans, p)
+			st.emitted += ps.emitted
+			st.skipped += ps.skipped
+			st.missed += ps.missed
+		}
+		if !valid() {
+			return errLeaseLost
+		}
+		applied, err := s.store.Commit(ctx, shard, now, plans)
+		if err != nil {
+			return err
+		}
+		var runs []queue.PlannedRun
+		for i, ok := range applied {
+			if !ok {
+				s.metrics.stale.Inc()
+				continue
+			}
+			for _, r := range plans[i].Runs {
+				if r.Status == model.RunEnqueued {
+					runs = append(runs, r)
+				}
+			}
+		}
+		s.metrics.due.Add(float64(len(due)))
+		s.metrics.skipped.Add(float64(st.skipped))
+		s.metrics.missed.Add(float64(st.missed))
+		if err := s.enqueue(ctx, shard, runs, false); err != nil {
+			return err
+		}
+		if len(due) < s.cfg.PageSize {
+			return nil
+		}
+	}
+}
+
+// planOne decodes, compiles and plans one due schedule. A schedule that
+// cannot be compiled any more (stored by an older version, say) is retired
+// rather than retried forever.
+func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, planStats, error) {
+	stale := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
+	if d.Def == "" {
+		return stale, planStats{}, nil // deleted: Commit drops the member
+	}
+	c, err := s.cache.get(d.Def)
+	if err != nil {
+		return stale, planStats{}, err
+	}
+	p, st := s.planner.plan(d, c.rec, c.sched, now)
+	return p, st, nil
+}
+
+// drainOutbox enqueues runs a previous holder committed but may not have
+// handed to asynq.
+func (s *Scheduler) drainOutbox(ctx context.Context, shard int, valid func() bool) error {
+	n, err := s.store.OutboxLen(ctx, shard)
+	if err != nil || n == 0 {
+		return err
+	}
+	entries, err := s.store.ReadOutbox(ctx, shard, 1000)
+	if err != nil {
+		return err
+	}
+	if !valid() {
+		return errLeaseLost
+	}
+	runs := make([]queue.PlannedRun, len(entries))
+	for i, e := range entries {
+		runs[i] = queue.PlannedRun{Key: e.Task.IdempotencyKey, RunAt: e.Task.RunAt, FireAt: e.Task.FireAt,
+			Status: model.RunEnqueued, Payload: e.Payload, Task: e.Task}
+	}
+	s.logger.InfoContext(ctx, "enqueuing runs left in the outbox", "shard", shard, "runs", len(runs))
+	return s.enqueue(ctx, shard, runs, true)
+}
+
+// enqueue hands runs to asynq concurrently, then clears them from the
+// outbox. Runs that failed stay in the outbox for the next tick.
+func (s *Scheduler) enqueue(ctx context.Context, shard int, runs []queue.PlannedRun, recovered bool) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	var (
+		mu    sync.Mutex
+		done  = make([]string, 0, len(runs))
+		first error
+		wg    sync.WaitGroup
+		next  = make(chan int)
+	)
+	workers := min(s.cfg.EnqueueConcurrency, len(runs))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := &runs[i]
+				payload := r.Payload
+				if payload == "" {
+					var err error
+					if payload, err = r.Task.Encode(); err != nil {
+						continue
+					}
+				}
+				err := s.store.Enqueue(ctx, payload, r.Task)
+				at := s.clock.Now()
+				mu.Lock()
+				if err != nil {
+					if first == nil {
+						first = err
+					}
+				} else {
+					done = append(done, r.Key)
+				}
+				mu.Unlock()
+				if err == nil {
+					s.metrics.emitted.Inc()
+					if recovered {
+						s.metrics.recovered.Inc()
+					}
+					s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
+				}
+			}
+		}()
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := s.store.AckOutbox(ctx, shard, done); err != nil {
+		return err
+	}
+	if first != nil {
+		return fmt.Errorf("%d of %d runs not enqueued (left in the outbox): %w", len(runs)-len(done), len(runs), first)
+	}
+	return nil
+}

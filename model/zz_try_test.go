@@ -2,21 +2,43 @@ package model
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
-func TestZZTry(t *testing.T) {
-	after := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct{ e, z string }{{"0 9 * * *", "America/New_York"}, {"30 2 * * *", "America/New_York"}, {"30 1 * * *", "America/New_York"}, {"0 0 29 2 *", "UTC"}, {"*/5 * * * *", "Asia/Kathmandu"}, {"@every 90m", ""}, {"0 0 * * *", "America/Havana"}} {
-		s, err := ParseCron(tc.e, tc.z, "", after)
-		if err != nil {
-			t.Fatal(err)
+func TestZZRobfig(t *testing.T) {
+	for zi, z := range oracleZones {
+		loc, _ := LoadZone(z)
+		rng := rand.New(rand.NewPCG(7, uint64(zi)))
+		g := exprGen{rng: rng}
+		inst := oracleInstants(loc, rng)
+		n := 0
+		for i := 0; i < 400; i++ {
+			at := inst[rng.IntN(len(inst))].Add(time.Duration(rng.Int64N(int64(72*time.Hour))) - 48*time.Hour).Truncate(time.Minute)
+			e := g.expr(at.In(loc), DialectStandard, i%2 == 0)
+			s, err := ParseCron(e, z, "", time.Time{})
+			if err != nil {
+				continue
+			}
+			c := s.(*CronSchedule)
+			p, _ := robfigParser.Parse(e)
+			spec := p.(*cron.SpecSchedule)
+			spec.Location = loc
+			want, ok := oracleNext(t, c, at, 200000)
+			if !ok {
+				continue
+			}
+			rb := spec.Next(at).UTC()
+			if !rb.Equal(want) {
+				n++
+				if n < 4 {
+					fmt.Printf("%s %q after %s: oracle %s robfig %s\n", z, e, at.In(loc).Format(time.RFC3339), want.In(loc), rb.In(loc))
+				}
+			}
 		}
-		fmt.Println(tc.e, tc.z, Preview(s, after, 3))
-		a2 := time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC)
-		fmt.Println("  ", Preview(s, a2, 3))
-		a3 := time.Date(2026, 10, 31, 0, 0, 0, 0, time.UTC)
-		fmt.Println("  ", Preview(s, a3, 4))
+		fmt.Println(z, n)
 	}
 }

@@ -98,6 +98,11 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 				WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID,
 				Source: model.SourceSchedule,
 			}
+			payload, err := run.Task.Encode()
+			if err != nil {
+				panic("scheduler: encode task payload: " + err.Error()) // plain struct: cannot fail
+			}
+			run.Payload = payload
 			st.emitted++
 		}
 		p.Runs = append(p.Runs, run)

@@ -1,0 +1,81 @@
+package api
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+const (
+	// OverlapPolicyDefault is the overlap policy of an upsert that omits it.
+	OverlapPolicyDefault = model.OverlapAllow
+	// CatchupPolicyDefault is the catch-up policy of an upsert that omits it.
+	CatchupPolicyDefault = model.CatchupFireImmediately
+	// JitterMsDefault is the jitter of an upsert that omits jitter_ms.
+	JitterMsDefault = 0
+	// BodyLimitDefault bounds request bodies: 1 MiB.
+	BodyLimitDefault = 1 << 20
+	// ReadyTimeoutDefault bounds the Redis ping of GET /readyz.
+	ReadyTimeoutDefault = 2 * time.Second
+)
+
+// Config configures the HTTP API. The zero value of each field means its
+// default; a nil *Config means all defaults.
+type Config struct {
+	// DefaultOverlapPolicy applies when an upsert omits overlap_policy
+	// (DEFAULT_OVERLAP_POLICY). Default OverlapPolicyDefault (allow).
+	DefaultOverlapPolicy model.OverlapPolicy
+	// DefaultCatchupPolicy applies when an upsert omits catchup_policy
+	// (DEFAULT_CATCHUP_POLICY). Default CatchupPolicyDefault
+	// (fire_immediately).
+	DefaultCatchupPolicy model.CatchupPolicy
+	// DefaultJitterMs applies when an upsert omits jitter_ms
+	// (DEFAULT_JITTER_MS), between 0 and model.MaxJitterMs. Default
+	// JitterMsDefault (0).
+	DefaultJitterMs int64
+	// BodyLimit is the largest request body accepted, in bytes; larger
+	// ones get 413. Default BodyLimitDefault (1 MiB).
+	BodyLimit int64
+	// ReadyTimeout bounds the Redis ping of GET /readyz. Default
+	// ReadyTimeoutDefault (2s).
+	ReadyTimeout time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c *Config) WithDefaults() Config {
+	var v Config
+	if c != nil {
+		v = *c
+	}
+	v.DefaultOverlapPolicy = cmp.Or(v.DefaultOverlapPolicy, OverlapPolicyDefault)
+	v.DefaultCatchupPolicy = cmp.Or(v.DefaultCatchupPolicy, CatchupPolicyDefault)
+	v.DefaultJitterMs = cmp.Or(v.DefaultJitterMs, JitterMsDefault)
+	v.BodyLimit = cmp.Or(v.BodyLimit, BodyLimitDefault)
+	v.ReadyTimeout = cmp.Or(v.ReadyTimeout, ReadyTimeoutDefault)
+	return v
+}
+
+// Validate reports the first invalid field of c after defaults, naming
+// its environment variable where it has one. New panics on a Config that
+// Validate rejects, so callers that take configuration from outside call
+// Validate first.
+func (c *Config) Validate() error {
+	v := c.WithDefaults()
+	if _, err := model.ParseOverlapPolicy(string(v.DefaultOverlapPolicy)); err != nil {
+		return fmt.Errorf("DEFAULT_OVERLAP_POLICY: %w", err)
+	}
+	if _, err := model.ParseCatchupPolicy(string(v.DefaultCatchupPolicy)); err != nil {
+		return fmt.Errorf("DEFAULT_CATCHUP_POLICY: %w", err)
+	}
+	switch {
+	case v.DefaultJitterMs < 0 || v.DefaultJitterMs > model.MaxJitterMs:
+		return fmt.Errorf("DEFAULT_JITTER_MS must be between 0 and %d, got %d", model.MaxJitterMs, v.DefaultJitterMs)
+	case v.BodyLimit < 1:
+		return fmt.Errorf("api: BodyLimit must be positive, got %d", v.BodyLimit)
+	case v.ReadyTimeout < 0:
+		return fmt.Errorf("api: ReadyTimeout must not be negative, got %s", v.ReadyTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// readBody reads the whole request body, at most limit bytes.
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, fieldError("body", "could not be read: %v", err)
+	}
+	return b, nil
+}
+
+// isJSONObject reports whether b is one well-formed JSON object.
+func isJSONObject(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// object is a request body decoded one field at a time, so that each
+// error names its field, unknown fields are ignored, and null means absent.
+type object map[string]json.RawMessage
+
+// readObject reads a JSON object body.
+func readObject(c echo.Context, limit int64) (object, error) {
+	b, err := readBody(c, limit)
+	if err != nil {
+		return nil, err
+	}
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return nil, fieldError("body", "is empty, want a JSON object")
+	}
+	if t[0] != '{' {
+		return nil, fieldError("body", "must be a JSON object")
+	}
+	var o object
+	if err := json.Unmarshal(t, &o); err != nil {
+		return nil, fieldError("body", "invalid JSON: %v", err)
+	}
+	return o, nil
+}
+
+// raw returns a field's value, or nil when it is absent or null.
+func (o object) raw(name string) json.RawMessage {
+	v, ok := o[name]
+	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return nil
+	}
+	return v
+}
+
+// str returns a string field; "" when absent.
+func (o object) str(name string) (string, error) {
+	v := o.raw(name)
+	if v == nil {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", fieldError(name, "must be a string")
+	}
+	return s, nil
+}
+
+// boolean returns a boolean field; nil when absent.
+func (o object) boolean(name string) (*bool, error) {
+	v := o.raw(name)
+	if v == nil {
+		return nil, nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return nil, fieldError(name, "must be a boolean")
+	}
+	return &b, nil
+}
+
+// integer returns an integer field; nil when absent.
+func (o object) integer(name string) (*int64, error) {
+	v := o.raw(name)
+	if v == nil {
+		return nil, nil
+	}
+	var n int64
+	if err := json.Unmarshal(v, &n); err != nil {
+		return nil, fieldError(name, "must be an integer")
+	}
+	return &n, nil
+}
+
+// timestamp returns an RFC 3339 field in UTC; nil when absent or "".
+func (o object) timestamp(name string) (*time.Time, error) {
+	v := o.raw(name)
+	if v == nil {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return nil, fieldError(name, "must be an RFC 3339 time string, e.g. \"2026-01-01T00:00:00Z\"")
+	}
+	if s == "" {
+		return nil, nil
+	}
+	t, err := parseTime(name, s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// version returns a workflow version given as a string or a number.
+func (o object) version(name string) (model.Version, error) {
+	v := o.raw(name)
+	if v == nil {
+		return "", nil
+	}
+	var ver model.Version
+	if err := json.Unmarshal(v, &ver); err != nil {
+		return "", fieldError(name, "must be a string or a number")
+	}
+	return ver, nil
+}
+
+// parseTime parses an RFC 3339 time into UTC.
+func parseTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fieldError(field, "invalid RFC 3339 time %q, want e.g. \"2026-01-01T00:00:00Z\"", s)
+	}
+	return t.UTC(), nil
+}
+
+// queryInt reads an integer query parameter in [lo, hi], def when absent.
+func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, fieldError(name, "must be an integer between %d and %d, got %q", lo, hi, s)
+	}
+	return n, nil
+}
+
+// pathID reads and checks an identifier path parameter.
+func pathID(c echo.Context, param, field string) (string, error) {
+	raw := c.Param(param)
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fieldError(field, "invalid path escape in %q", raw)
+	}
+	if err := model.ValidateID(field, v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// requireID checks a required identifier field of a body.
+func requireID(o object, name string) (string, error) {
+	v, err := o.str(name)
+	if err != nil {
+		return "", err
+	}
+	return v, model.ValidateID(name, v)
+}
+
+// optionalID checks an identifier field that may be absent.
+func optionalID(o object, name string) (string, error) {
+	v, err := o.str(name)
+	if err != nil || v == "" {
+		return v, err
+	}
+	return v, model.ValidateID(name, v)
+}
+
+// boundedString checks a free-form string field's length.
+func boundedString(o object, name string, required bool) (string, error) {
+	v, err := o.str(name)
+	switch {
+	case err != nil:
+		return "", err
+	case v == "" && required:
+		return "", fieldError(name, "is required")
+	case len(v) > model.MaxIDLen:
+		return "", fieldError(name, "longer than %d characters", model.MaxIDLen)
+	}
+	return v, nil
+}

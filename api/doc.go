@@ -1,0 +1,70 @@
+// Package api is chronos's HTTP API: echo handlers that validate requests,
+// call the schedule store (package queue) and shape its answers as JSON.
+//
+// [New] builds the *echo.Echo; cmd mounts it (and /metrics, /monitoring)
+// on HTTP_ADDR. Handlers never write anything before a request has been
+// validated in full, so a rejected request leaves Redis untouched.
+//
+// # Errors
+//
+// Every handler returns its error to one echo HTTPErrorHandler, which maps
+// it once:
+//
+//	*model.FieldError, malformed JSON, bad query   400 invalid_argument
+//	queue.ErrNotFound, unknown route               404 not_found
+//	wrong method on a known route                  405 method_not_allowed
+//	queue.ErrConflict                              409 conflict
+//	body over Config.BodyLimit                     413 payload_too_large
+//	Redis unreachable (GET /readyz only)           503 unavailable
+//	anything else (logged, message hidden)         500 internal
+//
+// and answers {"error": {"code": "...", "message": "..."}}. A 400 message
+// starts with the field at fault: "cron_expr: invalid cron expression ...",
+// "timezone: unknown time zone \"Mars/Base\"". Unknown JSON fields are
+// ignored; a known field of the wrong type is a 400 naming it.
+//
+// # Endpoints
+//
+//	GET    /healthz                            200 {"status":"ok"}
+//	GET    /readyz                             200 {"status":"ok"} | 503
+//	GET    /v1/preview                         200 {"fire_times":[...]} | 400
+//	POST   /schedules/upsert                   200 {"schedule_id","next_run_at","created","changed","state"} | 400 | 409
+//	POST   /schedules/pause                    200 schedule | 400 | 404
+//	GET    /schedules                          200 {"schedules":[...],"next_cursor"} | 400
+//	GET    /schedules/:id                      200 schedule + preview + recent_runs | 400 | 404
+//	DELETE /schedules/:id                      204 | 404
+//	GET    /schedules/:id/runs                 200 {"runs":[...]} | 400 | 404
+//	GET    /runs/:idempotency_key              200 run | 404
+//	POST   /runs/:idempotency_key/status       200 run | 400 | 404 | 409
+//	POST   /run-launcher/start                 200 {"started","run"} | 400
+//	PUT    /workflows/:id/versions/:version    200 {"workflow_id","version"} | 400
+//	GET    /workflows/:id/versions/:version    200 the DAG as stored | 404
+//	GET    /openapi.json                       200 the OpenAPI 3 document
+//
+// The OpenAPI document (openapi.json in this folder, embedded) describes
+// each request and response field.
+//
+// Upsert answers 200 whether it created the schedule or not; "created"
+// says which, and "changed" whether anything was written (an upsert of the
+// stored body changes nothing, not even updated_at). Without a
+// schedule_id, upsert generates one ("sch_" + 32 hex digits), so only
+// requests that name their schedule are idempotent.
+//
+// A schedule's "state" is paused when paused, completed when it has no
+// next fire time, and active otherwise; its "next_run_at" is null unless
+// active. GET /schedules/:id adds "preview", the next five fire times after
+// now ([] unless active), and "recent_runs", newest first.
+//
+// A manual run (POST /run-launcher/start) without an idempotency_key gets
+// model.IdempotencyKey("manual:"+workflow_id+":"+version, scheduled_for),
+// so repeating a trigger for the same workflow version and time starts one
+// run; the repeat answers started false with the existing run.
+//
+// # Observability
+//
+// Each request is logged once through the injected slog.Logger ("http
+// request" with method, path, route, status, duration_ms) and counted in
+// chronos_http_requests_total{method,route,code} and
+// chronos_http_request_duration_seconds{method,route}, where route is the
+// registered pattern (e.g. /schedules/:id) or "unmatched".
+package api

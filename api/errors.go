@@ -1,0 +1,130 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// Error codes of the {"error": {"code": ...}} body.
+const (
+	CodeInvalidArgument  = "invalid_argument"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodePayloadTooLarge  = "payload_too_large"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a machine-readable code and a message for people. A 400
+// message starts with the field at fault ("timezone: ...").
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// statusError is an error with its own status, code and public message.
+type statusError struct {
+	status  int
+	code    string
+	message string
+	cause   error // logged, never shown
+}
+
+func (e *statusError) Error() string {
+	if e.cause != nil {
+		return e.message + ": " + e.cause.Error()
+	}
+	return e.message
+}
+
+func (e *statusError) Unwrap() error { return e.cause }
+
+// fieldError is a 400 naming a request field.
+func fieldError(field, format string, args ...any) error {
+	return &model.FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// classify maps an error to its status, code and public message.
+func classify(err error) (int, string, string) {
+	var (
+		fe  *model.FieldError
+		se  *statusError
+		mbe *http.MaxBytesError
+		he  *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return http.StatusBadRequest, CodeInvalidArgument, fe.Error()
+	case errors.As(err, &se):
+		return se.status, se.code, se.message
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			fmt.Sprintf("body: larger than %d bytes", mbe.Limit)
+	case errors.Is(err, queue.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound, err.Error()
+	case errors.Is(err, queue.ErrConflict):
+		return http.StatusConflict, CodeConflict, err.Error()
+	case errors.As(err, &he):
+		// echo's own: unknown route, wrong method, and the like.
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok && m != "" {
+			msg = m
+		}
+		return he.Code, codeFor(he.Code), strings.ToLower(msg)
+	}
+	return http.StatusInternalServerError, CodeInternal, "internal error"
+}
+
+// codeFor names the code of a status echo produced.
+func codeFor(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return CodeInvalidArgument
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return CodeMethodNotAllowed
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return CodePayloadTooLarge
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	if status >= 500 {
+		return CodeInternal
+	}
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+}
+
+// handleError is the echo HTTPErrorHandler: the one place errors become
+// responses.
+func (s *server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, code, msg := classify(err)
+	if status >= 500 {
+		req := c.Request()
+		s.log.ErrorContext(req.Context(), "http request failed",
+			slog.String("method", req.Method), slog.String("path", req.URL.Path),
+			slog.Int("status", status), slog.String("error", err.Error()))
+	}
+	if err := c.JSON(status, ErrorBody{ErrorDetail{Code: code, Message: msg}}); err != nil {
+		s.log.WarnContext(c.Request().Context(), "write error response", slog.String("error", err.Error()))
+	}
+}

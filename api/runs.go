@@ -1,0 +1,131 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// MaxRunErrorLen bounds the error text a status report stores; longer
+// text is cut to this many bytes.
+const MaxRunErrorLen = 4096
+
+// ManualStartResponse is the body of POST /run-launcher/start.
+type ManualStartResponse struct {
+	// Started is false when a run with the idempotency key already
+	// existed; Run is then that run.
+	Started bool       `json:"started"`
+	Run     *model.Run `json:"run"`
+}
+
+// ManualRunKey is the idempotency key POST /run-launcher/start gives a
+// manual run that names none:
+// model.IdempotencyKey("manual:"+workflowID+":"+version, scheduledFor).
+func ManualRunKey(workflowID string, version model.Version, scheduledFor time.Time) string {
+	return model.IdempotencyKey("manual:"+workflowID+":"+string(version), scheduledFor)
+}
+
+// getRun shows one run: GET /runs/:idempotency_key.
+func (s *server) getRun(c echo.Context) error {
+	key, err := pathID(c, "idempotency_key", "idempotency_key")
+	if err != nil {
+		return err
+	}
+	run, _, err := s.store.GetRun(c.Request().Context(), key)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, run)
+}
+
+// reportStatus records a run's status: POST /runs/:idempotency_key/status.
+// Reporting a final status again is a no-op (200); a different final
+// status after a final one is a conflict (409).
+func (s *server) reportStatus(c echo.Context) error {
+	key, err := pathID(c, "idempotency_key", "idempotency_key")
+	if err != nil {
+		return err
+	}
+	o, err := readObject(c, s.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	st, err := o.str("status")
+	if err != nil {
+		return err
+	}
+	if st == "" {
+		return fieldError("status", "is required")
+	}
+	status, err := model.ParseReportedStatus(st)
+	if err != nil {
+		return fieldError("status", "%s", err.Error())
+	}
+	runID, err := boundedString(o, "run_id", false)
+	if err != nil {
+		return err
+	}
+	msg, err := o.str("error")
+	if err != nil {
+		return err
+	}
+	if len(msg) > MaxRunErrorLen {
+		msg = strings.ToValidUTF8(msg[:MaxRunErrorLen], "")
+	}
+	run, err := s.store.UpdateRunStatus(c.Request().Context(), "", key,
+		queue.StatusUpdate{Status: status, RunID: runID, Error: msg})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, run)
+}
+
+// startManualRun triggers a run outside any schedule:
+// POST /run-launcher/start.
+func (s *server) startManualRun(c echo.Context) error {
+	o, err := readObject(c, s.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	wf, err := requireID(o, "workflow_id")
+	if err != nil {
+		return err
+	}
+	ver, err := o.version("version")
+	if err != nil {
+		return err
+	}
+	if err := model.ValidateID("version", string(ver)); err != nil {
+		return err
+	}
+	user, err := boundedString(o, "user_id", true)
+	if err != nil {
+		return err
+	}
+	at, err := o.timestamp("scheduled_for")
+	if err != nil {
+		return err
+	}
+	if at == nil {
+		return fieldError("scheduled_for", "is required")
+	}
+	key, err := optionalID(o, "idempotency_key")
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		key = ManualRunKey(wf, ver, *at)
+	}
+	run, started, err := s.store.StartManualRun(c.Request().Context(), queue.ManualRun{
+		WorkflowID: wf, Version: string(ver), UserID: user, ScheduledFor: *at, IdempotencyKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ManualStartResponse{Started: started, Run: run})
+}

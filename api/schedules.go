@@ -1,0 +1,333 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+const (
+	// ListLimitDefault is the page size of GET /schedules.
+	ListLimitDefault = 50
+	// ListLimitMax bounds GET /schedules?limit=.
+	ListLimitMax = 500
+	// RecentRunsDefault is how many runs GET /schedules/:id shows.
+	RecentRunsDefault = 10
+	// RecentRunsMax bounds GET /schedules/:id?runs=.
+	RecentRunsMax = 100
+	// RunsLimitDefault is the page size of GET /schedules/:id/runs.
+	RunsLimitDefault = 20
+	// RunsLimitMax bounds GET /schedules/:id/runs?limit=.
+	RunsLimitMax = 1000
+	// SchedulePreviewCount is how many fire times GET /schedules/:id previews.
+	SchedulePreviewCount = 5
+)
+
+// Schedule states.
+const (
+	StateActive    = "active"
+	StatePaused    = "paused"
+	StateCompleted = "completed"
+)
+
+// reservedIDs are schedule ids that would collide with static routes
+// under /schedules/.
+var reservedIDs = map[string]bool{"upsert": true, "pause": true}
+
+// ScheduleView is a schedule as the API shows it: the stored record plus
+// its state. NextRunAt is nil unless the state is active.
+type ScheduleView struct {
+	*model.ScheduleRecord
+	State string `json:"state"`
+}
+
+// ScheduleDetail is the body of GET /schedules/:id.
+type ScheduleDetail struct {
+	ScheduleView
+	// Preview is the next fire times after now; empty unless active.
+	Preview []time.Time `json:"preview"`
+	// RecentRuns are the newest runs, newest first.
+	RecentRuns []*model.Run `json:"recent_runs"`
+}
+
+// UpsertResponse is the body of POST /schedules/upsert.
+type UpsertResponse struct {
+	ScheduleID string     `json:"schedule_id"`
+	NextRunAt  *time.Time `json:"next_run_at"`
+	Created    bool       `json:"created"`
+	// Changed is false when the stored schedule already had this body.
+	Changed bool   `json:"changed"`
+	State   string `json:"state"`
+}
+
+// ScheduleList is the body of GET /schedules.
+type ScheduleList struct {
+	Schedules []ScheduleView `json:"schedules"`
+	// NextCursor fetches the next page; "" on the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// RunList is the body of GET /schedules/:id/runs.
+type RunList struct {
+	Runs []*model.Run `json:"runs"`
+}
+
+// view shows rec with its state, hiding the stored next fire time of a
+// paused schedule (resuming recomputes it from now).
+func view(rec *model.ScheduleRecord) ScheduleView {
+	r := *rec
+	state := StateActive
+	switch {
+	case r.Paused:
+		state = StatePaused
+		r.NextRunAt = nil
+	case r.NextRunAt == nil:
+		state = StateCompleted
+	}
+	return ScheduleView{ScheduleRecord: &r, State: state}
+}
+
+// newScheduleID returns "sch_" and 32 random hex digits.
+func newScheduleID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "sch_" + hex.EncodeToString(b[:])
+}
+
+// scheduleFromBody builds and validates the record an upsert asks for,
+// applying the configured defaults.
+func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
+	rec := &model.ScheduleRecord{Kind: model.KindCron, Target: model.TargetWorkflow}
+	var err error
+	if rec.ID, err = optionalID(o, "schedule_id"); err != nil {
+		return nil, err
+	}
+	if reservedIDs[rec.ID] {
+		return nil, fieldError("schedule_id", "%q is reserved", rec.ID)
+	}
+	if rec.ID == "" {
+		rec.ID = newScheduleID()
+	}
+	if rec.WorkflowID, err = requireID(o, "workflow_id"); err != nil {
+		return nil, err
+	}
+	if rec.Version, err = o.version("version"); err != nil {
+		return nil, err
+	}
+	if err := model.ValidateID("version", string(rec.Version)); err != nil {
+		return nil, err
+	}
+	if rec.UserID, err = boundedString(o, "user_id", true); err != nil {
+		return nil, err
+	}
+	if rec.CronExpr, err = o.str("cron_expr"); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(rec.CronExpr) == "" {
+		return nil, fieldError("cron_expr", "is required")
+	}
+	if rec.Timezone, err = o.str("timezone"); err != nil {
+		return nil, err
+	}
+	if rec.Timezone == "" {
+		rec.Timezone = "UTC"
+	}
+	d, err := o.str("dialect")
+	if err != nil {
+		return nil, err
+	}
+	if rec.Dialect, err = parseDialect(d); err != nil {
+		return nil, err
+	}
+	if rec.StartAt, err = o.timestamp("start_at"); err != nil {
+		return nil, err
+	}
+	if rec.EndAt, err = o.timestamp("end_at"); err != nil {
+		return nil, err
+	}
+	rec.JitterMs = s.cfg.DefaultJitterMs
+	if j, err := o.integer("jitter_ms"); err != nil {
+		return nil, err
+	} else if j != nil {
+		rec.JitterMs = *j
+	}
+	op, err := o.str("overlap_policy")
+	if err != nil {
+		return nil, err
+	}
+	rec.OverlapPolicy = model.OverlapPolicy(op)
+	if op == "" {
+		rec.OverlapPolicy = s.cfg.DefaultOverlapPolicy
+	}
+	cp, err := o.str("catchup_policy")
+	if err != nil {
+		return nil, err
+	}
+	rec.CatchupPolicy = model.CatchupPolicy(cp)
+	if cp == "" {
+		rec.CatchupPolicy = s.cfg.DefaultCatchupPolicy
+	}
+	if err := rec.Validate(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// upsertSchedule creates or updates a schedule: POST /schedules/upsert.
+func (s *server) upsertSchedule(c echo.Context) error {
+	o, err := readObject(c, s.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	rec, err := s.scheduleFromBody(o)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.UpsertSchedule(c.Request().Context(), rec)
+	if err != nil {
+		return err
+	}
+	v := view(res.Schedule)
+	if res.Changed {
+		s.log.InfoContext(c.Request().Context(), "schedule upserted",
+			slog.String("schedule_id", v.ID), slog.Bool("created", res.Created), slog.String("state", v.State))
+	}
+	return c.JSON(http.StatusOK, UpsertResponse{
+		ScheduleID: v.ID, NextRunAt: v.NextRunAt, Created: res.Created, Changed: res.Changed, State: v.State,
+	})
+}
+
+// pauseSchedule pauses or resumes a schedule: POST /schedules/pause.
+func (s *server) pauseSchedule(c echo.Context) error {
+	o, err := readObject(c, s.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	id, err := requireID(o, "schedule_id")
+	if err != nil {
+		return err
+	}
+	paused, err := o.boolean("paused")
+	if err != nil {
+		return err
+	}
+	if paused == nil {
+		return fieldError("paused", "is required")
+	}
+	rec, err := s.store.SetPaused(c.Request().Context(), id, *paused)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, view(rec))
+}
+
+// deleteSchedule removes a schedule: DELETE /schedules/:id.
+func (s *server) deleteSchedule(c echo.Context) error {
+	id, err := pathID(c, "id", "schedule_id")
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteSchedule(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// getSchedule shows one schedule with its preview and recent runs:
+// GET /schedules/:id?runs=N.
+func (s *server) getSchedule(c echo.Context) error {
+	id, err := pathID(c, "id", "schedule_id")
+	if err != nil {
+		return err
+	}
+	n, err := queryInt(c, "runs", RecentRunsDefault, 0, RecentRunsMax)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rec, err := s.store.GetSchedule(ctx, id)
+	if err != nil {
+		return err
+	}
+	d := ScheduleDetail{ScheduleView: view(rec), Preview: []time.Time{}, RecentRuns: []*model.Run{}}
+	if d.State == StateActive {
+		if sched, err := rec.Compile(); err != nil {
+			s.log.WarnContext(ctx, "stored schedule does not compile", slog.String("schedule_id", id), slog.String("error", err.Error()))
+		} else {
+			d.Preview = model.Preview(sched, s.store.Clock().Now(), SchedulePreviewCount)
+		}
+	}
+	if n > 0 {
+		runs, err := s.store.ListRuns(ctx, id, n)
+		if err != nil {
+			return err
+		}
+		d.RecentRuns = runs
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// listSchedules pages through all schedules: GET /schedules?cursor=&limit=.
+func (s *server) listSchedules(c echo.Context) error {
+	limit, err := queryInt(c, "limit", ListLimitDefault, 1, ListLimitMax)
+	if err != nil {
+		return err
+	}
+	cursor := c.QueryParam("cursor")
+	if err := s.checkCursor(cursor); err != nil {
+		return err
+	}
+	recs, next, err := s.store.ListSchedules(c.Request().Context(), cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := ScheduleList{Schedules: make([]ScheduleView, len(recs)), NextCursor: next}
+	for i, r := range recs {
+		out.Schedules[i] = view(r)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// checkCursor rejects a cursor queue.Store.ListSchedules would refuse
+// ("<shard>:<scan cursor>"), which it reports as a plain error.
+func (s *server) checkCursor(cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	a, b, ok := strings.Cut(cursor, ":")
+	sh, err1 := strconv.Atoi(a)
+	_, err2 := strconv.ParseUint(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= s.store.Config().Shards {
+		return fieldError("cursor", "invalid cursor %q (pass next_cursor of the previous page)", cursor)
+	}
+	return nil
+}
+
+// listRuns lists a schedule's newest runs: GET /schedules/:id/runs?limit=.
+func (s *server) listRuns(c echo.Context) error {
+	id, err := pathID(c, "id", "schedule_id")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", RunsLimitDefault, 1, RunsLimitMax)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.store.GetSchedule(ctx, id); err != nil {
+		return err
+	}
+	runs, err := s.store.ListRuns(ctx, id, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RunList{Runs: runs})
+}

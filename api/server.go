@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-sched/chronos/queue"
+)
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// OpenAPI returns the OpenAPI 3 document served at GET /openapi.json.
+func OpenAPI() []byte { return append([]byte(nil), openAPIDoc...) }
+
+// server holds what the handlers share.
+type server struct {
+	store   *queue.Store
+	cfg     Config
+	log     *slog.Logger
+	metrics *httpMetrics
+	routes  map[string]bool // registered route patterns
+}
+
+// New returns the API as an *echo.Echo (an http.Handler) serving on store.
+//
+// cfg may be nil (all defaults); New panics on a Config that
+// Config.Validate rejects. logger may be nil (discard). reg receives the
+// HTTP metrics (chronos_http_requests_total and
+// chronos_http_request_duration_seconds); nil registers nothing, and
+// metrics already registered on reg by an earlier New are shared. New
+// mounts neither /metrics nor /monitoring: cmd adds those to the returned
+// Echo (e.g. e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))).
+func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+	if store == nil {
+		panic("api: New needs a store")
+	}
+	if err := cfg.Validate(); err != nil {
+		panic("api: invalid config: " + err.Error())
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{
+		store:   store,
+		cfg:     cfg.WithDefaults(),
+		log:     logger,
+		metrics: newHTTPMetrics(reg),
+		routes:  map[string]bool{},
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.observe)
+
+	route := func(method, path string, h echo.HandlerFunc) {
+		e.Add(method, path, h)
+		s.routes[path] = true
+	}
+	route(http.MethodGet, "/healthz", s.healthz)
+	route(http.MethodGet, "/readyz", s.readyz)
+	route(http.MethodGet, "/openapi.json", s.openapi)
+	route(http.MethodGet, "/v1/preview", s.preview)
+	route(http.MethodPost, "/schedules/upsert", s.upsertSchedule)
+	route(http.MethodPost, "/schedules/pause", s.pauseSchedule)
+	route(http.MethodGet, "/schedules", s.listSchedules)
+	route(http.MethodGet, "/schedules/:id", s.getSchedule)
+	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule)
+	route(http.MethodGet, "/schedules/:id/runs", s.listRuns)
+	route(http.MethodGet, "/runs/:idempotency_key", s.getRun)
+	route(http.MethodPost, "/runs/:idempotency_key/status", s.reportStatus)
+	route(http.MethodPost, "/run-launcher/start", s.startManualRun)
+	route(http.MethodPut, "/workflows/:id/versions/:version", s.putWorkflow)
+	route(http.MethodGet, "/workflows/:id/versions/:version", s.getWorkflow)
+	return e
+}
+
+// httpMetrics are the request metrics.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chronos_http_requests_total",
+			Help: "HTTP requests served by the chronos API, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chronos_http_request_duration_seconds",
+			Help:    "Latency of HTTP requests served by the chronos API, by method and route pattern.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+	}
+	if reg != nil {
+		m.requests = register(reg, m.requests)
+		m.duration = register(reg, m.duration)
+	}
+	return m
+}
+
+// register registers c on reg, or returns the collector already there.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("api: register metrics: %v", err))
+	}
+	return c
+}
+
+// knownMethods bounds the method label.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// observe recovers panics, turns a handler's error into its response (so
+// the status is known here), then logs and counts the request.
+func (s *server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := s.call(next, c)
+		if err != nil {
+			c.Error(err)
+		}
+		elapsed := time.Since(start)
+
+		req := c.Request()
+		status := c.Response().Status
+		route := c.Path()
+		if !s.routes[route] {
+			route = "unmatched"
+		}
+		method := req.Method
+		if !knownMethods[method] {
+			method = "OTHER"
+		}
+		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		s.metrics.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(req.Context(), level, "http request",
+			slog.String("method", req.Method),
+			slog.String("path", req.URL.Path),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+		)
+		return nil
+	}
+}
+
+// call runs h, turning a panic into an error (http.ErrAbortHandler is
+// re-raised, as net/http expects).
+func (s *server) call(h echo.HandlerFunc, c echo.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h(c)
+}
+
+// status is the body of /healthz and /readyz.
+type status struct {
+	Status string `json:"status"`
+}
+
+func (s *server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, status{"ok"})
+}
+
+func (s *server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.ReadyTimeout)
+	defer cancel()
+	if err := s.store.Redis().Ping(ctx).Err(); err != nil {
+		return &statusError{status: http.StatusServiceUnavailable, code: CodeUnavailable,
+			message: "redis is not reachable", cause: err}
+	}
+	return c.JSON(http.StatusOK, status{"ok"})
+}
+
+func (s *server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIDoc)
+}

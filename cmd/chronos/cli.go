@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Env is what a command writes to; tests pass buffers.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Ready, when set, receives the HTTP address once the server listens
+	// (tests use it instead of polling).
+	Ready chan<- string
+}
+
+// CLI is the command tree.
+type CLI struct {
+	Dev       DevCmd       `cmd:"" help:"Everything in one process on an embedded Redis (miniredis), with the demo log executor and asynqmon at /monitoring."`
+	All       AllCmd       `cmd:"" help:"API, scheduler and launcher in one process on a real Redis (REDIS_URL)."`
+	API       APICmd       `cmd:"" name:"api" help:"The HTTP API (registrar, preview, runs)."`
+	Scheduler SchedulerCmd `cmd:"" help:"A scheduler replica: turns due schedules into asynq tasks."`
+	Launcher  LauncherCmd  `cmd:"" help:"A launcher replica: an asynq server that starts runs through the executor."`
+	Preview   PreviewCmd   `cmd:"" help:"Print the next fire times of a cron expression, one RFC 3339 time a line."`
+}
+
+// Common settings of every long-running command.
+type Common struct {
+	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name. In 'dev', empty means embedded."`
+	HTTPAddr  string `name:"http-addr" env:"HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (API, /metrics, /healthz)."`
+	Shards    int    `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
+	LogLevel  string `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
+	LogFormat string `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
+
+	LookaheadMS   int64         `name:"lookahead-ms" env:"LOOKAHEAD_MS" default:"60000" help:"How far ahead 'allow' schedules are enqueued (asynq ProcessAt), so runs start on time."`
+	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`
+	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`
+	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"asynq queue of run tasks."`
+	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED."`
+}
+
+// SchedulerOpts are the scheduler replica's settings.
+type SchedulerOpts struct {
+	TickMS            int64         `name:"tick-ms" env:"TICK_MS" default:"1000" help:"Period of each shard's tick."`
+	MaxCatchupPerTick int           `name:"max-catchup-per-tick" env:"MAX_CATCHUP_PER_TICK" default:"100" help:"Most runs one schedule emits per tick (bounds catch-up after downtime)."`
+	LeaseTTL          time.Duration `name:"lease-ttl" env:"LEASE_TTL" default:"5s" help:"Shard lease lifetime: a dead replica's shards move within it."`
+	RunTimeout        time.Duration `name:"run-timeout" env:"RUN_TIMEOUT" default:"1h" help:"A run in flight this long without a final status is marked FAILED (releases skip/queue schedules)."`
+	MisfireGraceMS    int64         `name:"misfire-grace-ms" env:"MISFIRE_GRACE_MS" default:"5000" help:"A run found later than this is 'missed' and follows the catch-up policy."`
+	EnqueueWorkers    int           `name:"enqueue-workers" env:"ENQUEUE_WORKERS" default:"32" help:"Concurrent asynq enqueues per tick."`
+}
+
+// LauncherOpts are the launcher replica's settings.
+type LauncherOpts struct {
+	Concurrency     int           `name:"launcher-concurrency" env:"LAUNCHER_CONCURRENCY" default:"10" help:"Runs one launcher carries out at once."`
+	Executor        string        `name:"executor" env:"EXECUTOR" default:"log" enum:"log,http" help:"How runs start: 'log' logs and succeeds (demo); 'http' POSTs {dag, meta} to EXECUTOR_URL."`
+	ExecutorURL     string        `name:"executor-url" env:"EXECUTOR_URL" help:"URL the http executor POSTs runs to."`
+	ExecutorTimeout time.Duration `name:"executor-timeout" env:"EXECUTOR_TIMEOUT" default:"30s" help:"Timeout of one executor call."`
+	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SHUTDOWN_TIMEOUT" default:"30s" help:"How long shutdown waits for runs in progress."`
+}
+
+// APIOpts are the API's settings.
+type APIOpts struct {
+	DefaultOverlapPolicy string `name:"default-overlap-policy" env:"DEFAULT_OVERLAP_POLICY" default:"allow" enum:"allow,skip,queue" help:"Overlap policy of schedules that name none."`
+	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"fire_immediately" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
+	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
+	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring."`
+}
+
+// DevCmd runs everything on an embedded Redis.
+type DevCmd struct {
+	Common
+	SchedulerOpts
+	LauncherOpts
+	APIOpts
+}
+
+// Run runs chronos dev.
+func (c *DevCmd) Run(ctx context.Context, env *Env) error {
+	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == ""})
+}
+
+// AllCmd runs API, scheduler and launcher in one process.
+type AllCmd struct {
+	Common
+	SchedulerOpts
+	LauncherOpts
+	APIOpts
+}
+
+// Run runs chronos all.
+func (c *AllCmd) Run(ctx context.Context, env *Env) error {
+	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts})
+}
+
+// APICmd runs the API.
+type APICmd struct {
+	Common
+	APIOpts
+}
+
+// Run runs chronos api.
+func (c *APICmd) Run(ctx context.Context, env *Env) error {
+	return run(ctx, env, processSpec{common: c.Common, api: &c.APIOpts})
+}
+
+// SchedulerCmd runs a scheduler replica.
+type SchedulerCmd struct {
+	Common
+	SchedulerOpts
+}
+
+// Run runs chronos scheduler.
+func (c *SchedulerCmd) Run(ctx context.Context, env *Env) error {
+	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts})
+}
+
+// LauncherCmd runs a launcher replica.
+type LauncherCmd struct {
+	Common
+	LauncherOpts
+}
+
+// Run runs chronos launcher.
+func (c *LauncherCmd) Run(ctx context.Context, env *Env) error {
+	return run(ctx, env, processSpec{common: c.Common, launch: &c.LauncherOpts})
+}

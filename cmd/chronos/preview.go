@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// PreviewCmd prints the next fire times of a cron expression.
+type PreviewCmd struct {
+	Cron    string `name:"cron" required:"" help:"Cron expression, e.g. \"0 9 * * 1-5\"."`
+	TZ      string `name:"tz" help:"IANA time zone (default UTC)."`
+	After   string `name:"after" help:"RFC 3339 instant to start after (default now)."`
+	Count   int    `name:"count" default:"5" help:"How many fire times (1-100)."`
+	Dialect string `name:"dialect" default:"standard" enum:"standard,posix" help:"Cron grammar."`
+}
+
+// Run prints the fire times.
+func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
+	after := time.Now()
+	if c.After != "" {
+		t, err := time.Parse(time.RFC3339, c.After)
+		if err != nil {
+			return fmt.Errorf("--after %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", c.After)
+		}
+		after = t
+	}
+	if c.Count < 1 || c.Count > 100 {
+		return fmt.Errorf("--count must be between 1 and 100, got %d", c.Count)
+	}
+	s, err := model.ParseCron(c.Cron, c.TZ, model.Dialect(c.Dialect), after)
+	if err != nil {
+		return err
+	}
+	for _, t := range model.Preview(s, after, c.Count) {
+		fmt.Fprintln(env.Stdout, t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package launcher carries runs out: it is an asynq server whose handler
+// checks that a run is still wanted, loads its workflow's DAG, calls the
+// Executor with the idempotency key, and reports the run's status back to
+// its record (which releases the schedule's overlap hold).
+//
+// Execution is at least once: a launcher that dies mid-run leaves the task
+// to asynq's retry, and the executor receives the same idempotency key
+// again to deduplicate.
+package launcher

@@ -1,0 +1,121 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// Meta tells the executor where a run comes from.
+type Meta struct {
+	Source         model.RunSource `json:"source"`
+	ScheduleID     string          `json:"schedule_id,omitempty"`
+	WorkflowID     string          `json:"workflow_id"`
+	Version        string          `json:"version"`
+	UserID         string          `json:"user_id"`
+	ScheduledFor   time.Time       `json:"scheduled_for"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// Request is one run for an Executor.
+type Request struct {
+	DAG  json.RawMessage `json:"dag"`
+	Meta Meta            `json:"meta"`
+}
+
+// Result is what an Executor reports. Status is STARTED (the run goes on
+// elsewhere and will report its end to POST /runs/{key}/status) or a final
+// SUCCESS/FAILED.
+type Result struct {
+	RunID  string          `json:"run_id"`
+	Status model.RunStatus `json:"status"`
+	Error  string          `json:"error"`
+}
+
+// Executor starts runs. It may be called more than once for the same
+// idempotency key (execution is at least once) and must deduplicate on it.
+type Executor interface {
+	Execute(ctx context.Context, req Request) (Result, error)
+}
+
+// PermanentError marks an executor failure that retrying cannot fix.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// LogExecutor is the demo executor of chronos dev: it logs each run and
+// reports success.
+type LogExecutor struct{ Logger *slog.Logger }
+
+// Execute logs the run.
+func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
+	e.Logger.InfoContext(ctx, "run executed (log executor)",
+		"schedule_id", req.Meta.ScheduleID, "workflow_id", req.Meta.WorkflowID, "version", req.Meta.Version,
+		"scheduled_for", req.Meta.ScheduledFor, "idempotency_key", req.Meta.IdempotencyKey)
+	return Result{RunID: "log-" + req.Meta.IdempotencyKey[:min(12, len(req.Meta.IdempotencyKey))], Status: model.RunSuccess}, nil
+}
+
+// HTTPExecutor POSTs {dag, meta} to URL with an Idempotency-Key header.
+// A 2xx answer starts the run: its optional JSON body {run_id, status}
+// says more (status SUCCESS or FAILED ends the run at once; otherwise it is
+// STARTED). 408, 429 and 5xx answers and transport errors are retried by
+// asynq with backoff; other 4xx answers fail the run at once.
+type HTTPExecutor struct {
+	URL    string
+	Client *http.Client
+}
+
+// NewHTTPExecutor returns an HTTPExecutor whose calls time out after timeout.
+func NewHTTPExecutor(url string, timeout time.Duration) *HTTPExecutor {
+	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout}}
+}
+
+// Execute calls the executor service.
+func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Result{}, &PermanentError{err}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return Result{}, &PermanentError{fmt.Errorf("EXECUTOR_URL %q: %w", e.URL, err)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Idempotency-Key", req.Meta.IdempotencyKey)
+	resp, err := e.Client.Do(hr)
+	if err != nil {
+		return Result{}, fmt.Errorf("call executor: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		err := fmt.Errorf("executor answered %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != 408 && resp.StatusCode != 429 {
+			return Result{}, &PermanentError{err}
+		}
+		return Result{}, err
+	}
+	var r Result
+	if len(bytes.TrimSpace(b)) > 0 {
+		_ = json.Unmarshal(b, &r) // a body that isn't ours just means "started"
+	}
+	if r.Status != model.RunSuccess && r.Status != model.RunFailed {
+		r.Status = model.RunStarted
+	}
+	return r, nil
+}
+
+// isPermanent reports whether err should not be retried.
+func isPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}

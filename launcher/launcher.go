@@ -1,0 +1,235 @@
+package launcher
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+const (
+	// ConcurrencyDefault is how many runs one launcher carries out at once.
+	ConcurrencyDefault = 10
+	// PollIntervalDefault is how often an idle launcher looks for tasks.
+	PollIntervalDefault = 50 * time.Millisecond
+	// ForwardIntervalDefault is how often tasks enqueued ahead (ProcessAt)
+	// are moved to pending when due.
+	ForwardIntervalDefault = 200 * time.Millisecond
+	// ShutdownTimeoutDefault is how long Stop waits for runs in progress.
+	ShutdownTimeoutDefault = 30 * time.Second
+)
+
+// Config configures a Launcher. The zero value of each field means its
+// default.
+type Config struct {
+	// Concurrency is the number of runs carried out at once. Default
+	// ConcurrencyDefault.
+	Concurrency int
+	// PollInterval is how often an idle launcher looks for tasks. Default
+	// PollIntervalDefault.
+	PollInterval time.Duration
+	// ForwardInterval is how often due ProcessAt tasks become pending.
+	// Default ForwardIntervalDefault.
+	ForwardInterval time.Duration
+	// ShutdownTimeout bounds Stop's wait for runs in progress. Default
+	// ShutdownTimeoutDefault.
+	ShutdownTimeout time.Duration
+	// Executor starts runs. Required.
+	Executor Executor
+}
+
+// Launcher is one launcher replica: an asynq server for run tasks.
+type Launcher struct {
+	store   *queue.Store
+	cfg     Config
+	logger  *slog.Logger
+	srv     *asynq.Server
+	metrics *metrics
+}
+
+// New returns a launcher; logger and reg may be nil.
+func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*Launcher, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Executor == nil {
+		return nil, errors.New("launcher: an Executor is required (EXECUTOR=log or EXECUTOR=http with EXECUTOR_URL)")
+	}
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.ForwardInterval = cmp.Or(c.ForwardInterval, ForwardIntervalDefault)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
+	if c.Concurrency < 1 {
+		return nil, fmt.Errorf("LAUNCHER_CONCURRENCY must be at least 1, got %d", c.Concurrency)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg)}
+	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
+		Concurrency:              c.Concurrency,
+		Queues:                   map[string]int{store.Config().QueueName: 1},
+		TaskCheckInterval:        c.PollInterval,
+		DelayedTaskCheckInterval: c.ForwardInterval,
+		ShutdownTimeout:          c.ShutdownTimeout,
+		RetryDelayFunc:           retryDelay,
+		Logger:                   queue.AsynqLogger{L: logger},
+		LogLevel:                 asynq.WarnLevel,
+	})
+	return l, nil
+}
+
+// retryDelay backs off exponentially from 1s to 5 minutes.
+func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+	return min(time.Second<<min(n, 20), 5*time.Minute)
+}
+
+// Start starts processing tasks and returns.
+func (l *Launcher) Start(context.Context) error {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(queue.TaskTypeRun, l.handle)
+	if err := l.srv.Start(mux); err != nil {
+		return fmt.Errorf("start launcher: %w", err)
+	}
+	return nil
+}
+
+// Stop stops taking tasks and waits up to the shutdown timeout for runs in
+// progress; unfinished ones go back to the queue.
+func (l *Launcher) Stop() { l.srv.Shutdown() }
+
+// handle carries out one run task.
+func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
+	p, err := queue.DecodeTaskPayload(t.Payload())
+	if err != nil {
+		l.logger.ErrorContext(ctx, "dropping malformed run task", "err", err)
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	started := l.store.Clock().Now()
+	log := l.logger.With("idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
+
+	run, err := l.store.GetScheduleRun(ctx, p.ScheduleID, p.IdempotencyKey)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		// The record was trimmed or expired; the task alone still says
+		// what to run.
+	case err != nil:
+		return err
+	case run.Status.Terminal():
+		log.InfoContext(ctx, "run already finished; not starting it again", "status", run.Status)
+		return nil
+	}
+	l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
+
+	if p.Source == model.SourceSchedule {
+		if reason, err := l.stillPlanned(ctx, p); err != nil {
+			return err
+		} else if reason != "" {
+			log.InfoContext(ctx, "run skipped", "reason", reason)
+			return l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason})
+		}
+	}
+
+	dag, err := l.store.GetWorkflow(ctx, p.WorkflowID, p.Version)
+	if errors.Is(err, queue.ErrNotFound) {
+		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
+			p.WorkflowID, p.Version, p.WorkflowID, p.Version), true)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
+		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: p.WorkflowID, Version: p.Version,
+		UserID: p.UserID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
+	}})
+	if err != nil {
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		if isPermanent(err) || retried >= maxRetry {
+			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err), true)
+		}
+		log.WarnContext(ctx, "executor failed; asynq will retry", "attempt", retried+1, "err", err)
+		return err
+	}
+	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
+	return l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
+}
+
+// stillPlanned returns why a scheduled run should not start ("" if it
+// should): its schedule was deleted, paused, or changed so that the run's
+// time is no longer one of its fire times. Runs are enqueued ahead of time,
+// so this is checked when they start.
+func (l *Launcher) stillPlanned(ctx context.Context, p *queue.TaskPayload) (string, error) {
+	rec, err := l.store.GetSchedule(ctx, p.ScheduleID)
+	if errors.Is(err, queue.ErrNotFound) {
+		return "schedule deleted before the run started", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if rec.Paused {
+		return "schedule paused before the run started", nil
+	}
+	sched, err := rec.Compile()
+	if err != nil {
+		return "schedule no longer compiles: " + err.Error(), nil
+	}
+	if !sched.Next(p.RunAt.Add(-time.Second)).Equal(p.RunAt) {
+		return "schedule changed; this time is no longer one of its fire times", nil
+	}
+	return "", nil
+}
+
+func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string, final bool) error {
+	l.metrics.failedLaunch.Inc()
+	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
+	if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason}); err != nil {
+		return err
+	}
+	if final {
+		return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
+	}
+	return errors.New(reason)
+}
+
+// report records a status; a run already final (timed out, reported by
+// the executor itself) is left as it is.
+func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
+	_, err := l.store.UpdateRunStatus(ctx, p.ScheduleID, p.IdempotencyKey, u)
+	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
+		l.logger.InfoContext(ctx, "status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)
+		return nil
+	}
+	return err
+}
+
+type metrics struct {
+	launched     *prometheus.CounterVec
+	failedLaunch prometheus.Counter
+	startDelay   prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		launched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_runs_launched_total",
+			Help: "Runs the executor accepted, by the status it reported."}, []string{"status"}),
+		failedLaunch: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_failed_launch_total",
+			Help: "Runs marked FAILED by a launcher: executor errors after retries, missing workflows."}),
+		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_run_start_delay_seconds",
+			Help:    "Time from a run's fire time to a launcher starting it.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.launched, m.failedLaunch, m.startDelay)
+	}
+	return m
+}

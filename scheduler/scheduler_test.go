@@ -1,0 +1,428 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+}
+
+type testBundle struct {
+	rdb   *redis.Client
+	store *queue.Store
+	clock *queue.SimClock
+	sched *Scheduler
+}
+
+// start is in the past of the real clock on purpose: asynq, which reads
+// the real clock, then treats every run as due now.
+var start = time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC)
+
+func setup(t *testing.T, cfg *Config, qcfg *queue.Config) *testBundle {
+	t.Helper()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := queue.NewSimClock(start)
+	qc := queue.Config{Shards: 4}
+	if qcfg != nil {
+		qc = *qcfg
+		qc.Shards = 4
+	}
+	store, err := queue.NewStore(context.Background(), rdb, clock, &qc)
+	require.NoError(t, err)
+	s, err := New(store, cfg, nil, nil)
+	require.NoError(t, err)
+	return &testBundle{rdb: rdb, store: store, clock: clock, sched: s}
+}
+
+func (b *testBundle) tickAll(t *testing.T) {
+	t.Helper()
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, b.sched.TickShard(context.Background(), sh))
+	}
+}
+
+// runUntil advances the clock in steps, ticking every shard after each.
+func (b *testBundle) runUntil(t *testing.T, until time.Time, step time.Duration) {
+	t.Helper()
+	for b.clock.Now().Before(until) {
+		b.clock.Advance(step)
+		b.tickAll(t)
+	}
+}
+
+func (b *testBundle) upsert(t *testing.T, rec model.ScheduleRecord) *model.ScheduleRecord {
+	t.Helper()
+	rec.Target = model.TargetWorkflow
+	if rec.WorkflowID == "" {
+		rec.WorkflowID, rec.Version, rec.UserID = "wf", "1", "u"
+	}
+	rec.OverlapPolicy = cmpOr(rec.OverlapPolicy, model.OverlapAllow)
+	rec.CatchupPolicy = cmpOr(rec.CatchupPolicy, model.CatchupFireImmediately)
+	require.NoError(t, rec.Validate())
+	res, err := b.store.UpsertSchedule(context.Background(), &rec)
+	require.NoError(t, err)
+	return res.Schedule
+}
+
+func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
+	t.Helper()
+	_, err := b.store.UpdateRunStatus(context.Background(), id, key, queue.StatusUpdate{Status: st})
+	require.NoError(t, err)
+}
+
+func cmpOr[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+func times(ts []time.Time) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return out
+}
+
+func expected(t *testing.T, rec *model.ScheduleRecord, after, until time.Time) []string {
+	t.Helper()
+	s, err := rec.Compile()
+	require.NoError(t, err)
+	var out []time.Time
+	for n := s.Next(after); !n.IsZero() && !n.After(until); n = s.Next(n) {
+		out = append(out, n)
+	}
+	return times(out)
+}
+
+func TestEveryPlannedRunFiresOnceAcrossDST(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	ny := b.upsert(t, model.ScheduleRecord{ID: "ny", CronExpr: "30 1,2,3 * * *", Timezone: "America/New_York"})
+	lh := b.upsert(t, model.ScheduleRecord{ID: "lh", CronExpr: "15 1,2 * * *", Timezone: "Australia/Lord_Howe"})
+	until := start.Add(72 * time.Hour)
+	b.runUntil(t, until, 7*time.Minute)
+
+	for _, rec := range []*model.ScheduleRecord{ny, lh} {
+		want := expected(t, rec, start, until)
+		require.NotEmpty(t, want)
+		runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, want...)
+		for _, r := range runs {
+			require.Equal(t, model.IdempotencyKey(rec.ID, r.RunAt), r.IdempotencyKey)
+			queuetest.RequireTask(t, b.rdb, "chronos", r.IdempotencyKey)
+			require.NotNil(t, r.EnqueuedAt)
+		}
+	}
+	// 2024-03-10 02:30 does not exist in New York: only 01:30 EST and
+	// 03:30 EDT fire that day.
+	require.Equal(t, []string{"2024-03-09T06:30:00Z", "2024-03-09T07:30:00Z", "2024-03-09T08:30:00Z",
+		"2024-03-10T06:30:00Z", "2024-03-10T07:30:00Z", "2024-03-11T05:30:00Z"},
+		expected(t, ny, start, until)[:6])
+	require.Equal(t, 0, queuetest.CountTasks(t, b.rdb, "chronos")-len(expected(t, ny, start, until))-len(expected(t, lh, start, until)))
+}
+
+func TestLookaheadEnqueuesAheadWithFireTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	rec := b.upsert(t, model.ScheduleRecord{ID: "la", CronExpr: "0 * * * * *"})
+	b.clock.Advance(30 * time.Second)
+	b.tickAll(t)
+	// At 00:00:30 the run of 00:01:00 is within the minute of lookahead.
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+	require.Equal(t, start.Add(30*time.Second), *runs[0].EnqueuedAt)
+	require.Equal(t, start.Add(time.Minute), runs[0].FireAt)
+}
+
+func TestPausedEmitsNothingAndResumeSkipsPausedTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "p", CronExpr: "*/10 * * * *"})
+	_, err := b.store.SetPaused(context.Background(), rec.ID, true)
+	require.NoError(t, err)
+	b.runUntil(t, start.Add(time.Hour), time.Minute)
+	queuetest.RequireRuns(t, b.store, rec.ID, "")
+	_, err = b.store.SetPaused(context.Background(), rec.ID, false)
+	require.NoError(t, err)
+	b.runUntil(t, start.Add(90*time.Minute), time.Minute)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued,
+		"2024-03-09T01:10:00Z", "2024-03-09T01:20:00Z", "2024-03-09T01:30:00Z")
+}
+
+func TestWindowAndRetirement(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	s, e := start.Add(20*time.Minute), start.Add(50*time.Minute)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "w", CronExpr: "*/10 * * * *", StartAt: &s, EndAt: &e})
+	b.runUntil(t, start.Add(2*time.Hour), time.Minute)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued,
+		"2024-03-09T00:20:00Z", "2024-03-09T00:30:00Z", "2024-03-09T00:40:00Z", "2024-03-09T00:50:00Z")
+	got, err := b.store.GetSchedule(context.Background(), rec.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.NextRunAt, "a schedule past end_at is retired")
+	n, err := b.rdb.ZScore(context.Background(), "chronos:{s0"+fmt.Sprint(queue.ShardOf("w", 4))+"}:due", "w").Result()
+	require.NoError(t, err)
+	require.Greater(t, n, 1e300, "retired schedules are never due")
+}
+
+func TestOnceFiresOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	at := start.Add(5 * time.Minute)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "once", Kind: model.KindOnce, FireAt: &at})
+	b.runUntil(t, start.Add(time.Hour), 30*time.Second)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:05:00Z")
+}
+
+func TestOverlapSkip(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "sk", CronExpr: "* * * * *", OverlapPolicy: model.OverlapSkip})
+	b.runUntil(t, start.Add(3*time.Minute), 15*time.Second)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:03:00Z")
+	require.Equal(t, model.RunEnqueued, runs[0].Status)
+	require.Equal(t, model.RunSkipped, runs[1].Status)
+	require.Contains(t, runs[1].Error, "still in flight")
+	require.Equal(t, model.RunSkipped, runs[2].Status)
+	require.Equal(t, 1, queuetest.CountTasks(t, b.rdb, "chronos"), "skipped runs get no task")
+
+	b.report(t, rec.ID, runs[0].IdempotencyKey, model.RunSuccess)
+	b.runUntil(t, start.Add(4*time.Minute), 15*time.Second)
+	runs = queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z",
+		"2024-03-09T00:03:00Z", "2024-03-09T00:04:00Z")
+	require.Equal(t, model.RunEnqueued, runs[3].Status, "after the in-flight run ended, the next one starts")
+}
+
+func TestOverlapQueueHoldsThenEmitsNext(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "q", CronExpr: "* * * * *", OverlapPolicy: model.OverlapQueue})
+	b.runUntil(t, start.Add(3*time.Minute), 15*time.Second)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+
+	b.report(t, rec.ID, runs[0].IdempotencyKey, model.RunStarted)
+	b.tickAll(t)
+	queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z")
+
+	// The run ends at 00:03:20: the held 00:02 run starts at once.
+	b.clock.Advance(20 * time.Second)
+	b.report(t, rec.ID, runs[0].IdempotencyKey, model.RunSuccess)
+	b.tickAll(t)
+	runs = queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+	require.Equal(t, model.RunEnqueued, runs[1].Status)
+	require.Equal(t, start.Add(3*time.Minute+20*time.Second), *runs[1].EnqueuedAt)
+}
+
+func TestRunTimeoutReleasesSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{RunTimeout: 5 * time.Minute}, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "to", CronExpr: "*/2 * * * *", OverlapPolicy: model.OverlapQueue})
+	// 00:02 runs and never reports; 00:04 is held behind it; at 00:07 the
+	// 00:02 run times out, which releases 00:04; at 00:09 that one times out
+	// in turn and 00:06 starts.
+	b.runUntil(t, start.Add(12*time.Minute+30*time.Second), 30*time.Second)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:02:00Z", "2024-03-09T00:04:00Z",
+		"2024-03-09T00:06:00Z")
+	require.Equal(t, model.RunFailed, runs[0].Status)
+	require.Contains(t, runs[0].Error, "RUN_TIMEOUT")
+	require.Equal(t, model.RunFailed, runs[1].Status)
+	require.Equal(t, model.RunEnqueued, runs[2].Status)
+}
+
+func TestCatchupPolicies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		policy model.CatchupPolicy
+		want   int // runs recorded for the missed hour (00:05 to 00:55: 11 missed)
+	}{
+		{model.CatchupNone, 0},
+		{model.CatchupLatest, 1},
+		{model.CatchupFireImmediately, 11},
+		{model.CatchupSpread, 11},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, nil)
+			rec := b.upsert(t, model.ScheduleRecord{ID: "c", CronExpr: "*/5 * * * *", CatchupPolicy: tc.policy})
+			// Down for an hour: the first tick is at 01:00:03.
+			b.clock.Set(start.Add(time.Hour + 3*time.Second))
+			b.tickAll(t)
+			runs, err := b.store.ListRuns(context.Background(), rec.ID, 100)
+			require.NoError(t, err)
+			var missed []*model.Run
+			for _, r := range runs {
+				if r.RunAt.Before(start.Add(time.Hour)) {
+					missed = append(missed, r)
+				}
+			}
+			require.Len(t, missed, tc.want)
+			now := b.clock.Now()
+			for _, r := range missed {
+				switch tc.policy {
+				case model.CatchupSpread:
+					require.False(t, r.FireAt.Before(now))
+					require.False(t, r.FireAt.After(now.Add(SpreadWindowDefault)))
+				default:
+					require.Equal(t, now, r.FireAt)
+				}
+			}
+			if tc.policy == model.CatchupLatest {
+				require.Equal(t, start.Add(55*time.Minute), missed[0].RunAt)
+			}
+			// The 01:00 run was within the misfire grace: it fires as planned.
+			require.Equal(t, start.Add(time.Hour), runs[0].RunAt)
+		})
+	}
+}
+
+func TestMaxCatchupPerTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{MaxCatchupPerTick: 10}, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "m", CronExpr: "* * * * *"})
+	b.clock.Set(start.Add(time.Hour))
+	b.tickAll(t)
+	runs, err := b.store.ListRuns(context.Background(), rec.ID, 1000)
+	require.NoError(t, err)
+	require.Len(t, runs, 10)
+	for range 6 {
+		b.clock.Advance(time.Second)
+		b.tickAll(t)
+	}
+	runs, err = b.store.ListRuns(context.Background(), rec.ID, 1000)
+	require.NoError(t, err)
+	require.Len(t, runs, 60, "the backlog drains over later ticks, each run once")
+}
+
+func TestJitterIsDeterministicAndBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "j", CronExpr: "*/10 * * * *", JitterMs: 30000})
+	b.runUntil(t, start.Add(2*time.Hour), 20*time.Second)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, expected(t, rec, start, start.Add(2*time.Hour))...)
+	distinct := map[time.Duration]bool{}
+	for _, r := range runs {
+		off := r.FireAt.Sub(r.RunAt)
+		require.LessOrEqual(t, off.Abs(), 30*time.Second)
+		require.Equal(t, model.JitterOffset(r.IdempotencyKey, 30*time.Second), off)
+		distinct[off] = true
+	}
+	require.Greater(t, len(distinct), 3)
+}
+
+func TestHistoryIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{RunHistory: 5})
+	rec := b.upsert(t, model.ScheduleRecord{ID: "h", CronExpr: "* * * * *"})
+	b.runUntil(t, start.Add(20*time.Minute), time.Minute)
+	runs, err := b.store.ListRuns(context.Background(), rec.ID, 100)
+	require.NoError(t, err)
+	require.Len(t, runs, 5)
+	require.Equal(t, start.Add(20*time.Minute), runs[0].RunAt)
+	keys, err := b.rdb.Keys(context.Background(), "chronos:*:run:*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 5, "trimmed run records are deleted")
+}
+
+// Two replicas that both believe they hold every shard (a lease that
+// expired while its holder was paused) tick concurrently: every planned run
+// still has one record and one task.
+func TestConcurrentReplicasNeverDuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{PageSize: 7}, nil)
+	other, err := New(b.store, &Config{PageSize: 7}, nil, nil)
+	require.NoError(t, err)
+	var recs []*model.ScheduleRecord
+	for i := range 40 {
+		recs = append(recs, b.upsert(t, model.ScheduleRecord{ID: fmt.Sprintf("s%02d", i), CronExpr: "*/20 * * * * *"}))
+	}
+	until := start.Add(5 * time.Minute)
+	for b.clock.Now().Before(until) {
+		b.clock.Advance(10 * time.Second)
+		var wg sync.WaitGroup
+		for _, s := range []*Scheduler{b.sched, other, b.sched, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for sh := range 4 {
+					require.NoError(t, s.TickShard(context.Background(), sh))
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	total := 0
+	for _, rec := range recs {
+		want := expected(t, rec, start, until)
+		runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, want...)
+		for _, r := range runs {
+			queuetest.RequireTask(t, b.rdb, "chronos", r.IdempotencyKey)
+		}
+		total += len(want)
+	}
+	require.Equal(t, total, queuetest.CountTasks(t, b.rdb, "chronos"))
+}
+
+// A replica that dies between commit and enqueue leaves its runs in the
+// outbox; the next tick (any holder) enqueues them, once.
+func TestOutboxRecoversRunsCommittedButNotEnqueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "ob", CronExpr: "* * * * *"})
+	sh := queue.ShardOf(rec.ID, 4)
+	b.clock.Advance(time.Minute)
+	now := b.clock.Now()
+	due, err := b.store.ReadDue(context.Background(), sh, now, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	p, _, err := b.sched.planOne(due[0], now)
+	require.NoError(t, err)
+	for i := range p.Runs {
+		p.Runs[i].Payload, err = p.Runs[i].Task.Encode()
+		require.NoError(t, err)
+	}
+	applied, err := b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, applied)
+	require.Equal(t, 0, queuetest.CountTasks(t, b.rdb, "chronos"), "crashed before enqueue")
+
+	// Committing the same plan again (a second replica) writes nothing.
+	applied, err = b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, applied)
+
+	b.tickAll(t)
+	b.tickAll(t)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+	queuetest.RequireTask(t, b.rdb, "chronos", runs[0].IdempotencyKey)
+	require.Equal(t, 1, queuetest.CountTasks(t, b.rdb, "chronos"))
+	n, err := b.store.OutboxLen(context.Background(), sh)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestUpsertChangingTimingReplans(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "u", CronExpr: "0 * * * *"})
+	b.runUntil(t, start.Add(90*time.Minute), 5*time.Minute)
+	rec.CronExpr = "*/15 * * * *"
+	rec2 := *rec
+	b.upsert(t, rec2)
+	b.runUntil(t, start.Add(2*time.Hour), 5*time.Minute)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued,
+		"2024-03-09T01:00:00Z", "2024-03-09T01:45:00Z", "2024-03-09T02:00:00Z")
+}

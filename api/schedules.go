@@ -38,10 +38,6 @@ const (
 	StateCompleted = "completed"
 )
 
-// reservedIDs are schedule ids that would collide with static routes
-// under /schedules/.
-var reservedIDs = map[string]bool{"upsert": true, "pause": true}
-
 // ScheduleView is a schedule as the API shows it: the stored record plus
 // its state. NextRunAt is nil unless the state is active.
 type ScheduleView struct {
@@ -109,9 +105,6 @@ func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
 	var err error
 	if rec.ID, err = optionalID(o, "schedule_id"); err != nil {
 		return nil, err
-	}
-	if reservedIDs[rec.ID] {
-		return nil, fieldError("schedule_id", "%q is reserved", rec.ID)
 	}
 	if rec.ID == "" {
 		rec.ID = newScheduleID()

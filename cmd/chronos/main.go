@@ -26,7 +26,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr}
-	if err := kctx.Run(ctx, env); err != nil {
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	if err := kctx.Run(env); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,29 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO ?= go
+
+.PHONY: run test build bench fuzz lint tools
+
+## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
+run:
+	$(GO) run ./cmd/chronos dev
+
+## build: the one binary, into bin/chronos.
+build:
+	$(GO) build -o bin/chronos ./cmd/chronos
+
+## test: every test, including integration tests on a real redis-server
+## (started by the tests on free ports) and the multi-process chaos test.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+## bench: micro-benchmarks of the engine, then the load harness (scripts/bench).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./model/
+	$(GO) run ./scripts/bench $(BENCH_FLAGS)
+
+## fuzz: each parser's fuzzer for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStandard$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePosix$$' -fuzztime $(FUZZTIME) ./model/

@@ -22,7 +22,7 @@ const (
 	PollIntervalDefault = 50 * time.Millisecond
 	// ForwardIntervalDefault is how often tasks enqueued ahead (ProcessAt)
 	// are moved to pending when due.
-	ForwardIntervalDefault = 200 * time.Millisecond
+	ForwardIntervalDefault = 100 * time.Millisecond
 	// ShutdownTimeoutDefault is how long Stop waits for runs in progress.
 	ShutdownTimeoutDefault = 30 * time.Second
 )

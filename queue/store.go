@@ -197,10 +197,14 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleReco
 	if err != nil {
 		return nil, fmt.Errorf("load schedule %s: %w", id, err)
 	}
-	return recordFromFields(id, v)
+	return s.recordFromFields(id, v)
 }
 
-func recordFromFields(id string, v []any) (*model.ScheduleRecord, error) {
+// recordFromFields builds a record from its hash fields. NextRunAt is the
+// next fire time as a user means it: the earlier of the next time not yet
+// planned and the next fire time after now (runs within the lookahead are
+// planned already but have not fired).
+func (s *Store) recordFromFields(id string, v []any) (*model.ScheduleRecord, error) {
 	def, _ := v[0].(string)
 	if def == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
@@ -212,6 +216,11 @@ func recordFromFields(id string, v []any) (*model.ScheduleRecord, error) {
 	if n, _ := v[1].(string); n != "" {
 		if m, err := strconv.ParseInt(n, 10, 64); err == nil {
 			t := fromMS(m)
+			if sched, err := rec.Compile(); err == nil {
+				if n := sched.Next(s.clock.Now()); !n.IsZero() && n.Before(t) {
+					t = n
+				}
+			}
 			rec.NextRunAt = &t
 		}
 	}
@@ -310,7 +319,7 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		return nil, "", fmt.Errorf("list schedules: %w", err)
 	}
 	for i, id := range ids {
-		rec, err := recordFromFields(id, cmds[i].Val())
+		rec, err := s.recordFromFields(id, cmds[i].Val())
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted between scan and load
 		}

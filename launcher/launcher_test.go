@@ -1,0 +1,235 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+	"github.com/chronos-sched/chronos/scheduler"
+)
+
+type testBundle struct {
+	rdb      *redis.Client
+	store    *queue.Store
+	clock    *queue.SimClock
+	launcher *Launcher
+}
+
+// setup starts a launcher on a real Redis. The simulated clock is in the
+// past so that asynq, which reads the real clock, runs every task at once.
+func setup(t *testing.T, ex Executor, qcfg *queue.Config) *testBundle {
+	t.Helper()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, err := queue.NewStore(context.Background(), rdb, clock, qcfg)
+	require.NoError(t, err)
+	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(context.Background()))
+	t.Cleanup(l.Stop)
+	return &testBundle{rdb: rdb, store: store, clock: clock, launcher: l}
+}
+
+func (b *testBundle) manual(t *testing.T, key string, withWorkflow bool) {
+	t.Helper()
+	ctx := context.Background()
+	if withWorkflow {
+		require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{"nodes":["a"]}`)))
+	}
+	_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{
+		WorkflowID: "wf", Version: "1", UserID: "u", ScheduledFor: b.clock.Now(), IdempotencyKey: key,
+	})
+	require.NoError(t, err)
+	require.True(t, started)
+}
+
+// waitStatus polls the run record until it reaches a final status.
+func (b *testBundle) waitStatus(t *testing.T, scheduleID, key string, want model.RunStatus) *model.Run {
+	t.Helper()
+	var run *model.Run
+	require.Eventually(t, func() bool {
+		r, err := b.store.GetScheduleRun(context.Background(), scheduleID, key)
+		if err != nil {
+			return false
+		}
+		run = r
+		return r.Status == want
+	}, 20*time.Second, 20*time.Millisecond, "run %s never reached %s", key, want)
+	return run
+}
+
+type recordingExecutor struct {
+	mu   sync.Mutex
+	reqs []Request
+	res  Result
+	err  error
+}
+
+func (e *recordingExecutor) Execute(_ context.Context, r Request) (Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reqs = append(e.reqs, r)
+	return e.res, e.err
+}
+
+func TestLaunchesRunWithDAGAndKey(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{RunID: "r-1", Status: model.RunSuccess}}
+	b := setup(t, ex, nil)
+	b.manual(t, "key-1", true)
+	run := b.waitStatus(t, "", "key-1", model.RunSuccess)
+	require.Equal(t, "r-1", run.RunID)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Len(t, ex.reqs, 1)
+	require.JSONEq(t, `{"nodes":["a"]}`, string(ex.reqs[0].DAG))
+	require.Equal(t, Meta{Source: model.SourceManual, WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: b.clock.Now(), IdempotencyKey: "key-1"}, ex.reqs[0].Meta)
+}
+
+func TestMissingWorkflowFailsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &recordingExecutor{}, nil)
+	b.manual(t, "key-2", false)
+	run := b.waitStatus(t, "", "key-2", model.RunFailed)
+	require.Contains(t, run.Error, "workflow wf version 1 not found")
+	require.Contains(t, run.Error, "PUT /workflows/wf/versions/1")
+	require.Equal(t, 1.0, testutil.ToFloat64(b.launcher.metrics.failedLaunch))
+}
+
+func TestHTTPExecutor(t *testing.T) {
+	t.Parallel()
+	var (
+		mu   sync.Mutex
+		got  []string
+		body Request
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Get("Idempotency-Key"))
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		_, _ = w.Write([]byte(`{"run_id":"wf-run-7"}`))
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second), nil)
+	b.manual(t, "key-3", true)
+	run := b.waitStatus(t, "", "key-3", model.RunStarted)
+	require.Equal(t, "wf-run-7", run.RunID)
+	mu.Lock()
+	require.Equal(t, []string{"key-3"}, got)
+	require.Equal(t, "key-3", body.Meta.IdempotencyKey)
+	require.Equal(t, model.SourceManual, body.Meta.Source)
+	mu.Unlock()
+
+	// The workflow reports its end to the run record.
+	run, err := b.store.UpdateRunStatus(context.Background(), "", "key-3", queue.StatusUpdate{Status: model.RunSuccess})
+	require.NoError(t, err)
+	require.Equal(t, model.RunSuccess, run.Status)
+}
+
+func TestHTTPExecutorRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		calls int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		http.Error(w, "boom", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second), &queue.Config{TaskMaxRetry: 1})
+	b.manual(t, "key-4", true)
+	run := b.waitStatus(t, "", "key-4", model.RunFailed)
+	require.Contains(t, run.Error, "after 2 attempts")
+	require.Contains(t, run.Error, "503")
+	mu.Lock()
+	require.Equal(t, 2, calls)
+	mu.Unlock()
+}
+
+func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		calls int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		http.Error(w, "bad dag", http.StatusUnprocessableEntity)
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second), nil)
+	b.manual(t, "key-5", true)
+	run := b.waitStatus(t, "", "key-5", model.RunFailed)
+	require.Contains(t, run.Error, "422")
+	mu.Lock()
+	require.Equal(t, 1, calls)
+	mu.Unlock()
+}
+
+// Runs are enqueued ahead of their time; one whose schedule was deleted,
+// paused or changed before it started is SKIPPED, not executed.
+func TestSkipsRunsNoLongerPlanned(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b := setup(t, ex, nil)
+	ctx := context.Background()
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	sched, err := scheduler.New(b.store, nil, nil, nil)
+	require.NoError(t, err)
+	// Stop the launcher from taking tasks until the schedules have changed.
+	b.launcher.Stop()
+
+	mk := func(id string) *model.ScheduleRecord {
+		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
+		require.NoError(t, rec.Validate())
+		_, err := b.store.UpsertSchedule(ctx, rec)
+		require.NoError(t, err)
+		return rec
+	}
+	keep, del, pause, change := mk("keep"), mk("del"), mk("pause"), mk("change")
+	b.clock.Advance(time.Hour)
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(ctx, sh))
+	}
+	require.NoError(t, b.store.DeleteSchedule(ctx, del.ID))
+	_, err = b.store.SetPaused(ctx, pause.ID, true)
+	require.NoError(t, err)
+	change.CronExpr = "30 * * * *"
+	_, err = b.store.UpsertSchedule(ctx, change)
+	require.NoError(t, err)
+
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+
+	at := b.clock.Now()
+	b.waitStatus(t, keep.ID, model.IdempotencyKey(keep.ID, at), model.RunSuccess)
+	for id, reason := range map[string]string{del.ID: "deleted", pause.ID: "paused", change.ID: "no longer one of its fire times"} {
+		run := b.waitStatus(t, id, model.IdempotencyKey(id, at), model.RunSkipped)
+		require.Contains(t, run.Error, reason)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Len(t, ex.reqs, 1)
+}

@@ -17,18 +17,31 @@ import (
 )
 
 func main() {
-	var cli CLI
-	kctx := kong.Parse(&cli,
-		kong.Name("chronos"),
-		kong.Description("A distributed scheduler on Redis: exactly one run per planned time."),
-		kong.UsageOnError(),
-	)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr}
-	kctx.BindTo(ctx, (*context.Context)(nil))
-	if err := kctx.Run(env); err != nil {
+	if err := execute(ctx, os.Args[1:], &Env{Stdout: os.Stdout, Stderr: os.Stderr}); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos:", err)
 		os.Exit(1)
 	}
+}
+
+// execute parses args (flags and environment) and runs the command; tests
+// call it with their own context and writers.
+func execute(ctx context.Context, args []string, env *Env) error {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("chronos"),
+		kong.Description("A distributed scheduler on Redis: exactly one run per planned time."),
+		kong.UsageOnError(),
+		kong.Writers(env.Stdout, env.Stderr),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err != nil {
+		return err
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return err
+	}
+	return kctx.Run(env)
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPreviewCommand(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := execute(context.Background(), []string{"preview", "--cron", "0 9 * * 1-5", "--tz", "America/New_York",
+		"--after", "2026-03-06T00:00:00Z", "--count", "3"}, &Env{Stdout: &out, Stderr: io.Discard})
+	require.NoError(t, err)
+	// Friday before DST (EST), then Monday after it (EDT).
+	require.Equal(t, "2026-03-06T14:00:00Z\n2026-03-09T13:00:00Z\n2026-03-10T13:00:00Z\n", out.String())
+}
+
+func TestPreviewCommandRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"preview", "--cron", "61 * * * *"},
+		{"preview", "--cron", "* * * * *", "--tz", "Mars/Base"},
+		{"preview", "--cron", "* * * * *", "--after", "yesterday"},
+		{"preview", "--cron", "* * * * *", "--count", "0"},
+		{"preview", "--cron", "*/5 * * * *", "--dialect", "posix"},
+	} {
+		err := execute(context.Background(), args, &Env{Stdout: io.Discard, Stderr: io.Discard})
+		require.Error(t, err, "%v", args)
+	}
+}
+
+// chronos dev serves the API, fires a schedule on the embedded Redis
+// through the demo executor, serves asynqmon and metrics, and shuts down
+// cleanly on cancel.
+func TestDevRunsAScheduleEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(ctx, []string{"dev", "--http-addr", "127.0.0.1:0", "--tick-ms", "100", "--log-level", "warn"},
+			&Env{Stdout: io.Discard, Stderr: io.Discard, Ready: ready})
+	}()
+	var base string
+	select {
+	case addr := <-ready:
+		base = "http://" + addr
+	case err := <-done:
+		t.Fatalf("chronos dev exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("chronos dev did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	req := func(method, path, body string) (int, string) {
+		r, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := req(http.MethodPut, "/workflows/hello/versions/1", `{"nodes":[{"id":"say-hi"}]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = req(http.MethodPost, "/schedules/upsert",
+		`{"schedule_id":"every-second","workflow_id":"hello","version":1,"user_id":"me","cron_expr":"* * * * * *","timezone":"UTC"}`)
+	require.Equal(t, http.StatusOK, code, body)
+
+	require.Eventually(t, func() bool {
+		_, body := req(http.MethodGet, "/schedules/every-second/runs?limit=100", "")
+		var res struct {
+			Runs []struct{ Status string } `json:"runs"`
+		}
+		_ = json.Unmarshal([]byte(body), &res)
+		for _, r := range res.Runs {
+			if r.Status == "SUCCESS" {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "no run succeeded")
+
+	code, body = req(http.MethodGet, "/monitoring/api/queues", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"queue":"chronos"`)
+	code, body = req(http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, code)
+	for _, m := range []string{"chronos_runs_emitted_total", "chronos_schedules_due_total", "chronos_enqueue_drift_seconds",
+		"chronos_runs_skipped_overlap_total", "chronos_runs_failed_launch_total", "chronos_queue_depth"} {
+		require.Contains(t, body, m)
+	}
+	code, _ = req(http.MethodGet, "/healthz", "")
+	require.Equal(t, http.StatusOK, code)
+}
+
+func TestMissingRedisURLIsExplained(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"api", "scheduler", "launcher", "all"} {
+		err := execute(context.Background(), []string{cmd, "--http-addr", "127.0.0.1:0"},
+			&Env{Stdout: io.Discard, Stderr: io.Discard})
+		require.ErrorContains(t, err, "REDIS_URL is required", cmd)
+	}
+	err := execute(context.Background(), []string{"launcher", "--redis-url", "redis://127.0.0.1:1", "--executor", "http"},
+		&Env{Stdout: io.Discard, Stderr: io.Discard})
+	require.ErrorContains(t, err, "EXECUTOR_URL")
+}

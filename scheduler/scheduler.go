@@ -307,11 +307,13 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			return err
 		}
 		var runs []queue.PlannedRun
+		appliedAny := false
 		for i, ok := range applied {
 			if !ok {
 				s.metrics.stale.Inc()
 				continue
 			}
+			appliedAny = true
 			for _, r := range plans[i].Runs {
 				if r.Status == model.RunEnqueued {
 					runs = append(runs, r)
@@ -324,7 +326,10 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		if err := s.enqueue(ctx, shard, runs, false); err != nil {
 			return err
 		}
-		if len(due) < s.cfg.PageSize {
+		// A short page is the last one; a page of only stale plans means
+		// others are changing these schedules: leave them to the next tick
+		// rather than spin on them.
+		if len(due) < s.cfg.PageSize || !appliedAny {
 			return nil
 		}
 	}

@@ -55,6 +55,10 @@
 // active. GET /schedules/:id adds "preview", the next five fire times after
 // now ([] unless active), and "recent_runs", newest first.
 //
+// GET /schedules pages in no particular order; following next_cursor
+// until it is "" visits every schedule present for the whole walk once;
+// a page holds at most limit schedules.
+//
 // A manual run (POST /run-launcher/start) without an idempotency_key gets
 // model.IdempotencyKey("manual:"+workflow_id+":"+version, scheduled_for),
 // so repeating a trigger for the same workflow version and time starts one
@@ -66,5 +70,6 @@
 // request" with method, path, route, status, duration_ms) and counted in
 // chronos_http_requests_total{method,route,code} and
 // chronos_http_request_duration_seconds{method,route}, where route is the
-// registered pattern (e.g. /schedules/:id) or "unmatched".
+// registered pattern (e.g. /schedules/:id, also for routes the caller adds
+// after New) or "unmatched", and method is OTHER for non-standard methods.
 package api

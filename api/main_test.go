@@ -57,7 +57,6 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	clock := queue.NewSimClock(t0)
 	store, err := queue.NewStore(context.Background(), rdb, clock, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
 	w := o.log
 	if w == nil {
 		w = testLogWriter{t}
@@ -156,8 +155,9 @@ type detail struct {
 	RecentRuns []*model.Run `json:"recent_runs"`
 }
 
-// commitRun records the schedule's next planned run as the scheduler
-// would (ReadDue, then Commit), advancing it, and returns the run's key.
+// commitRun moves the clock to the schedule's next planned run and
+// records that run as the scheduler would (ReadDue, then Commit),
+// advancing the schedule; it returns the run's key.
 func (b *testBundle) commitRun(t *testing.T, id string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -176,6 +176,7 @@ func (b *testBundle) commitRun(t *testing.T, id string) string {
 	sched, err := rec.Compile()
 	require.NoError(t, err)
 	next := sched.Next(d.Next)
+	b.clock.Set(d.Next)
 	key := model.IdempotencyKey(id, d.Next)
 	task := queue.TaskPayload{IdempotencyKey: key, ScheduleID: id, RunAt: d.Next, FireAt: d.Next,
 		WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID, Source: model.SourceSchedule}

@@ -3,15 +3,16 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
 )
 
 const (
@@ -274,11 +275,10 @@ func (s *server) listSchedules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cursor := c.QueryParam("cursor")
-	if err := s.checkCursor(cursor); err != nil {
-		return err
+	recs, next, err := s.store.ListSchedules(c.Request().Context(), c.QueryParam("cursor"), limit)
+	if errors.Is(err, queue.ErrInvalidCursor) {
+		return fieldError("cursor", "%v", err)
 	}
-	recs, next, err := s.store.ListSchedules(c.Request().Context(), cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -287,21 +287,6 @@ func (s *server) listSchedules(c echo.Context) error {
 		out.Schedules[i] = view(r)
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// checkCursor rejects a cursor queue.Store.ListSchedules would refuse
-// ("<shard>:<scan cursor>"), which it reports as a plain error.
-func (s *server) checkCursor(cursor string) error {
-	if cursor == "" {
-		return nil
-	}
-	a, b, ok := strings.Cut(cursor, ":")
-	sh, err1 := strconv.Atoi(a)
-	_, err2 := strconv.ParseUint(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= s.store.Config().Shards {
-		return fieldError("cursor", "invalid cursor %q (pass next_cursor of the previous page)", cursor)
-	}
-	return nil
 }
 
 // listRuns lists a schedule's newest runs: GET /schedules/:id/runs?limit=.

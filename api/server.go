@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,7 +30,8 @@ type server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *httpMetrics
-	routes  map[string]bool // registered route patterns
+	echo    *echo.Echo
+	routes  sync.Map // route pattern -> true, for patterns seen registered
 }
 
 // New returns the API as an *echo.Echo (an http.Handler) serving on store.
@@ -56,33 +58,29 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		cfg:     cfg.WithDefaults(),
 		log:     logger,
 		metrics: newHTTPMetrics(reg),
-		routes:  map[string]bool{},
 	}
 	e := echo.New()
+	s.echo = e
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe)
 
-	route := func(method, path string, h echo.HandlerFunc) {
-		e.Add(method, path, h)
-		s.routes[path] = true
-	}
-	route(http.MethodGet, "/healthz", s.healthz)
-	route(http.MethodGet, "/readyz", s.readyz)
-	route(http.MethodGet, "/openapi.json", s.openapi)
-	route(http.MethodGet, "/v1/preview", s.preview)
-	route(http.MethodPost, "/schedules/upsert", s.upsertSchedule)
-	route(http.MethodPost, "/schedules/pause", s.pauseSchedule)
-	route(http.MethodGet, "/schedules", s.listSchedules)
-	route(http.MethodGet, "/schedules/:id", s.getSchedule)
-	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule)
-	route(http.MethodGet, "/schedules/:id/runs", s.listRuns)
-	route(http.MethodGet, "/runs/:idempotency_key", s.getRun)
-	route(http.MethodPost, "/runs/:idempotency_key/status", s.reportStatus)
-	route(http.MethodPost, "/run-launcher/start", s.startManualRun)
-	route(http.MethodPut, "/workflows/:id/versions/:version", s.putWorkflow)
-	route(http.MethodGet, "/workflows/:id/versions/:version", s.getWorkflow)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/openapi.json", s.openapi)
+	e.GET("/v1/preview", s.preview)
+	e.POST("/schedules/upsert", s.upsertSchedule)
+	e.POST("/schedules/pause", s.pauseSchedule)
+	e.GET("/schedules", s.listSchedules)
+	e.GET("/schedules/:id", s.getSchedule)
+	e.DELETE("/schedules/:id", s.deleteSchedule)
+	e.GET("/schedules/:id/runs", s.listRuns)
+	e.GET("/runs/:idempotency_key", s.getRun)
+	e.POST("/runs/:idempotency_key/status", s.reportStatus)
+	e.POST("/run-launcher/start", s.startManualRun)
+	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
+	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
 	return e
 }
 
@@ -145,7 +143,7 @@ func (s *server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		req := c.Request()
 		status := c.Response().Status
 		route := c.Path()
-		if !s.routes[route] {
+		if !s.registered(route) {
 			route = "unmatched"
 		}
 		method := req.Method
@@ -168,6 +166,25 @@ func (s *server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		)
 		return nil
 	}
+}
+
+// registered reports whether pattern is a route of the Echo, including
+// routes the caller added after New (such as /metrics); so the route label
+// only takes registered patterns, never raw paths.
+func (s *server) registered(pattern string) bool {
+	if pattern == "" {
+		return false
+	}
+	if _, ok := s.routes.Load(pattern); ok {
+		return true
+	}
+	for _, r := range s.echo.Routes() {
+		if r.Path == pattern && r.Method != echo.RouteNotFound {
+			s.routes.Store(pattern, true)
+			return true
+		}
+	}
+	return false
 }
 
 // call runs h, turning a panic into an error (http.ErrAbortHandler is

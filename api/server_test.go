@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -94,6 +95,10 @@ func TestMetrics(t *testing.T) {
 	b.do(t, http.MethodGet, "/schedules/missing", nil)
 	b.do(t, http.MethodGet, "/no/such/route", nil)
 	b.do(t, "BREW", "/healthz", nil)
+	// Routes the caller adds after New are labelled by their pattern too.
+	b.e.GET("/extra/:x", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	b.do(t, http.MethodGet, "/extra/1", nil)
+	b.do(t, http.MethodGet, "/extra/2", nil)
 
 	families, err := b.reg.Gather()
 	require.NoError(t, err)
@@ -110,16 +115,18 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]float64{
-		"GET /healthz 200":        2,
-		"GET /schedules/:id 404":  1,
-		"GET unmatched 404":       1,
-		"OTHER /healthz 405":      1,
+		"GET /healthz 200":       2,
+		"GET /schedules/:id 404": 1,
+		"GET unmatched 404":      1,
+		"OTHER /healthz 405":     1,
+		"GET /extra/:x 204":      2,
 	}, counts)
 	require.Equal(t, map[string]uint64{
 		"GET /healthz":       2,
 		"GET /schedules/:id": 1,
 		"GET unmatched":      1,
 		"OTHER /healthz":     1,
+		"GET /extra/:x":      2,
 	}, histograms)
 
 	// A second API on the same registry shares the metrics.
@@ -260,4 +267,3 @@ func TestOpenAPI(t *testing.T) {
 	}
 	require.Equal(t, api.OpenAPI(), b.do(t, http.MethodGet, "/openapi.json", nil).Body.Bytes())
 }
-

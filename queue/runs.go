@@ -188,7 +188,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	if started {
 		// The outbox holds the task until asynq has it: a crash here leaves
 		// it for the shard's scheduler to enqueue.
-		if err := s.Enqueue(ctx, payload, p); err != nil {
+		if err := s.EnqueueBatch(ctx, []EnqueueTask{{Payload: payload, Task: p}}); err != nil {
 			return nil, false, err
 		}
 		if err := s.rdb.HDel(ctx, outboxKey(sh), m.IdempotencyKey).Err(); err != nil {

@@ -8,9 +8,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
@@ -19,10 +19,10 @@ import (
 // Store is the schedule store: schedules, their due sets, run records,
 // workflows and the outbox, in Redis.
 type Store struct {
-	rdb    redis.UniversalClient
-	clock  Clock
-	cfg    Config
-	client *asynq.Client
+	rdb            redis.UniversalClient
+	clock          Clock
+	cfg            Config
+	queuePublished atomic.Bool
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -42,7 +42,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if got != c.Shards {
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
-	return &Store{rdb: rdb, clock: clock, cfg: c, client: asynq.NewClientFromRedisClient(rdb)}, nil
+	return &Store{rdb: rdb, clock: clock, cfg: c}, nil
 }
 
 // Config returns the store's effective configuration.
@@ -53,9 +53,6 @@ func (s *Store) Clock() Clock { return s.clock }
 
 // Redis returns the underlying client.
 func (s *Store) Redis() redis.UniversalClient { return s.rdb }
-
-// Close releases the asynq client (not the Redis client, which the caller owns).
-func (s *Store) Close() error { return nil }
 
 func (s *Store) shard(id string) int { return ShardOf(id, s.cfg.Shards) }
 
@@ -276,36 +273,49 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 }
 
 // ListSchedules returns up to limit schedules after cursor, in no
-// particular order, and the cursor of the next page ("" at the end).
-// A cursor is "<shard>:<zscan cursor>".
+// particular order, and the cursor of the next page ("" at the end). A
+// cursor is "<shard>:<zscan cursor>:<members of that batch already
+// returned>"; as with Redis SCAN, a schedule present for the whole walk is
+// returned, one created or deleted meanwhile may or may not be.
 func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
-	sh, zc := 0, uint64(0)
+	sh, zc, skip := 0, uint64(0), 0
 	if cursor != "" {
-		a, b, ok := strings.Cut(cursor, ":")
-		var err1, err2 error
-		sh, err1 = strconv.Atoi(a)
-		zc, err2 = strconv.ParseUint(b, 10, 64)
-		if !ok || err1 != nil || err2 != nil || sh < 0 || sh >= s.cfg.Shards {
-			return nil, "", fmt.Errorf("invalid cursor %q", cursor)
+		parts := strings.Split(cursor, ":")
+		var err1, err2, err3 error
+		if len(parts) == 3 {
+			sh, err1 = strconv.Atoi(parts[0])
+			zc, err2 = strconv.ParseUint(parts[1], 10, 64)
+			skip, err3 = strconv.Atoi(parts[2])
+		}
+		if len(parts) != 3 || err1 != nil || err2 != nil || err3 != nil || sh < 0 || sh >= s.cfg.Shards || skip < 0 {
+			return nil, "", fmt.Errorf("%w: %q", ErrInvalidCursor, cursor)
 		}
 	}
 	var ids []string
 	for sh < s.cfg.Shards && len(ids) < limit {
-		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", int64(limit-len(ids))).Result()
+		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", int64(limit)).Result()
 		if err != nil {
 			return nil, "", fmt.Errorf("list schedules: %w", err)
 		}
+		members := make([]string, 0, len(keys)/2)
 		for i := 0; i < len(keys); i += 2 {
-			ids = append(ids, keys[i])
+			members = append(members, keys[i])
 		}
-		zc = next
+		members = members[min(skip, len(members)):]
+		take := min(len(members), limit-len(ids))
+		ids = append(ids, members[:take]...)
+		if take < len(members) {
+			skip += take // the rest of this batch starts the next page
+			break
+		}
+		skip, zc = 0, next
 		if next == 0 {
 			sh++
 		}
 	}
 	nextCursor := ""
 	if sh < s.cfg.Shards {
-		nextCursor = fmt.Sprintf("%d:%d", sh, zc)
+		nextCursor = fmt.Sprintf("%d:%d:%d", sh, zc, skip)
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
 	cmds := make([]*redis.SliceCmd, len(ids))

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -46,20 +44,53 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 	return &p, nil
 }
 
-// Enqueue hands one run to asynq with TaskID = its idempotency key. A
-// TaskID conflict means asynq already has the run: success.
-func (s *Store) Enqueue(ctx context.Context, payload string, p TaskPayload) error {
-	t := asynq.NewTask(TaskTypeRun, []byte(payload))
-	_, err := s.client.EnqueueContext(ctx, t,
-		asynq.TaskID(p.IdempotencyKey),
-		asynq.Queue(s.cfg.QueueName),
-		asynq.ProcessAt(p.FireAt),
-		asynq.Retention(s.cfg.TaskRetention),
-		asynq.MaxRetry(s.cfg.TaskMaxRetry),
-		asynq.Timeout(s.cfg.TaskTimeout),
-	)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue run %s: %w", p.IdempotencyKey, err)
+// EnqueueBatchMax bounds the tasks of one enqueue script call.
+const EnqueueBatchMax = 500
+
+// EnqueueTask is one run for EnqueueBatch: its payload encoded and decoded.
+type EnqueueTask struct {
+	Payload string
+	Task    TaskPayload
+}
+
+// EnqueueBatch hands runs to asynq with TaskID = idempotency key, in one
+// script call per EnqueueBatchMax tasks. A task asynq already has is
+// skipped: that run was enqueued before. Runs whose fire time is ahead go
+// to asynq's scheduled set, the others straight to pending.
+func (s *Store) EnqueueBatch(ctx context.Context, tasks []EnqueueTask) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	if !s.queuePublished.Load() {
+		// asynq lists queues in one set (not in the queue's hash slot).
+		if err := s.rdb.SAdd(ctx, asynqAllQueues, s.cfg.QueueName).Err(); err != nil {
+			return fmt.Errorf("register asynq queue %s: %w", s.cfg.QueueName, err)
+		}
+		s.queuePublished.Store(true)
+	}
+	q := s.cfg.QueueName
+	keys := []string{asynqPendingKey(q), asynqScheduledKey(q)}
+	now := s.clock.Now()
+	for len(tasks) > 0 {
+		chunk := tasks[:min(len(tasks), EnqueueBatchMax)]
+		tasks = tasks[len(chunk):]
+		args := make([]any, 0, 2+3*len(chunk))
+		args = append(args, asynqTaskKeyPrefix(q), now.UnixNano())
+		for _, t := range chunk {
+			msg := asynqMessage{
+				Type: TaskTypeRun, Payload: []byte(t.Payload), ID: t.Task.IdempotencyKey, Queue: q,
+				Retry: int32(s.cfg.TaskMaxRetry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
+				Retention: int64(s.cfg.TaskRetention / time.Second),
+			}
+			processAt := int64(0)
+			if t.Task.FireAt.After(now) {
+				processAt = t.Task.FireAt.Unix()
+			}
+			args = append(args, t.Task.IdempotencyKey, msg.encode(), processAt)
+		}
+		if err := enqueueScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+			return fmt.Errorf("enqueue %d runs: %w", len(chunk), err)
+		}
 	}
 	return nil
 }

@@ -16,8 +16,6 @@ const (
 	LeaseTTLDefault = 5 * time.Second
 	// PageSizeDefault is how many due schedules one commit handles.
 	PageSizeDefault = 500
-	// EnqueueConcurrencyDefault is the number of concurrent asynq enqueues.
-	EnqueueConcurrencyDefault = 32
 	// RunTimeoutDefault is how long a run may stay in flight without a
 	// final status before it is marked FAILED.
 	RunTimeoutDefault = time.Hour
@@ -45,9 +43,6 @@ type Config struct {
 	// PageSize is how many due schedules one commit handles. Default
 	// PageSizeDefault.
 	PageSize int
-	// EnqueueConcurrency is the number of concurrent asynq enqueues.
-	// Default EnqueueConcurrencyDefault.
-	EnqueueConcurrency int
 	// RunTimeout fails runs that stay in flight longer. Default
 	// RunTimeoutDefault.
 	RunTimeout time.Duration
@@ -69,7 +64,6 @@ func (c *Config) WithDefaults() Config {
 	v.MaxCatchupPerTick = cmp.Or(v.MaxCatchupPerTick, MaxCatchupPerTickDefault)
 	v.LeaseTTL = cmp.Or(v.LeaseTTL, LeaseTTLDefault)
 	v.PageSize = cmp.Or(v.PageSize, PageSizeDefault)
-	v.EnqueueConcurrency = cmp.Or(v.EnqueueConcurrency, EnqueueConcurrencyDefault)
 	v.RunTimeout = cmp.Or(v.RunTimeout, RunTimeoutDefault)
 	v.MisfireGrace = cmp.Or(v.MisfireGrace, MisfireGraceDefault)
 	v.SpreadWindow = cmp.Or(v.SpreadWindow, SpreadWindowDefault)
@@ -86,8 +80,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("LEASE_TTL must be at least 1s, got %s", c.LeaseTTL)
 	case c.PageSize < 1 || c.PageSize > 10000:
 		return fmt.Errorf("page size must be between 1 and 10000, got %d", c.PageSize)
-	case c.EnqueueConcurrency < 1:
-		return fmt.Errorf("enqueue concurrency must be at least 1")
 	}
 	return nil
 }

@@ -374,64 +374,28 @@ func (s *Scheduler) drainOutbox(ctx context.Context, shard int, valid func() boo
 	return s.enqueue(ctx, shard, runs, true)
 }
 
-// enqueue hands runs to asynq concurrently, then clears them from the
-// outbox. Runs that failed stay in the outbox for the next tick.
+// enqueue hands runs to asynq in batches, then clears them from the
+// outbox. On an error they stay in the outbox for the next tick.
 func (s *Scheduler) enqueue(ctx context.Context, shard int, runs []queue.PlannedRun, recovered bool) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	var (
-		mu    sync.Mutex
-		done  = make([]string, 0, len(runs))
-		first error
-		wg    sync.WaitGroup
-		next  = make(chan int)
-	)
-	workers := min(s.cfg.EnqueueConcurrency, len(runs))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				r := &runs[i]
-				payload := r.Payload
-				if payload == "" {
-					var err error
-					if payload, err = r.Task.Encode(); err != nil {
-						continue
-					}
-				}
-				err := s.store.Enqueue(ctx, payload, r.Task)
-				at := s.clock.Now()
-				mu.Lock()
-				if err != nil {
-					if first == nil {
-						first = err
-					}
-				} else {
-					done = append(done, r.Key)
-				}
-				mu.Unlock()
-				if err == nil {
-					s.metrics.emitted.Inc()
-					if recovered {
-						s.metrics.recovered.Inc()
-					}
-					s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
-				}
-			}
-		}()
+	tasks := make([]queue.EnqueueTask, len(runs))
+	keys := make([]string, len(runs))
+	for i, r := range runs {
+		tasks[i] = queue.EnqueueTask{Payload: r.Payload, Task: r.Task}
+		keys[i] = r.Key
 	}
-	for i := range runs {
-		next <- i
+	if err := s.store.EnqueueBatch(ctx, tasks); err != nil {
+		return fmt.Errorf("%d runs left in the outbox: %w", len(runs), err)
 	}
-	close(next)
-	wg.Wait()
-	if err := s.store.AckOutbox(ctx, shard, done); err != nil {
-		return err
+	at := s.clock.Now()
+	for _, r := range runs {
+		s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
 	}
-	if first != nil {
-		return fmt.Errorf("%d of %d runs not enqueued (left in the outbox): %w", len(runs)-len(done), len(runs), first)
+	s.metrics.emitted.Add(float64(len(runs)))
+	if recovered {
+		s.metrics.recovered.Add(float64(len(runs)))
 	}
-	return nil
+	return s.store.AckOutbox(ctx, shard, keys)
 }

@@ -47,7 +47,6 @@ type SchedulerOpts struct {
 	LeaseTTL          time.Duration `name:"lease-ttl" env:"LEASE_TTL" default:"5s" help:"Shard lease lifetime: a dead replica's shards move within it."`
 	RunTimeout        time.Duration `name:"run-timeout" env:"RUN_TIMEOUT" default:"1h" help:"A run in flight this long without a final status is marked FAILED (releases skip/queue schedules)."`
 	MisfireGraceMS    int64         `name:"misfire-grace-ms" env:"MISFIRE_GRACE_MS" default:"5000" help:"A run found later than this is 'missed' and follows the catch-up policy."`
-	EnqueueWorkers    int           `name:"enqueue-workers" env:"ENQUEUE_WORKERS" default:"32" help:"Concurrent asynq enqueues per tick."`
 }
 
 // LauncherOpts are the launcher replica's settings.

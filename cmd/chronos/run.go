@@ -102,11 +102,15 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 
 	var e *echo.Echo
 	if p.api != nil {
-		e = api.New(store, &api.Config{
+		apiCfg := &api.Config{
 			DefaultOverlapPolicy: model.OverlapPolicy(p.api.DefaultOverlapPolicy),
 			DefaultCatchupPolicy: model.CatchupPolicy(p.api.DefaultCatchupPolicy),
 			DefaultJitterMs:      p.api.DefaultJitterMS,
-		}, logger, reg)
+		}
+		if err := apiCfg.Validate(); err != nil {
+			return err
+		}
+		e = api.New(store, apiCfg, logger, reg)
 		if p.api.Monitoring {
 			mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: clientConnOpt{rdb}, ReadOnly: false})
 			e.Any("/monitoring", echo.WrapHandler(mon))
@@ -128,12 +132,11 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	var sched *scheduler.Scheduler
 	if p.sched != nil {
 		sched, err = scheduler.New(store, &scheduler.Config{
-			TickInterval:       time.Duration(p.sched.TickMS) * time.Millisecond,
-			MaxCatchupPerTick:  p.sched.MaxCatchupPerTick,
-			LeaseTTL:           p.sched.LeaseTTL,
-			RunTimeout:         p.sched.RunTimeout,
-			MisfireGrace:       time.Duration(p.sched.MisfireGraceMS) * time.Millisecond,
-			EnqueueConcurrency: p.sched.EnqueueWorkers,
+			TickInterval:      time.Duration(p.sched.TickMS) * time.Millisecond,
+			MaxCatchupPerTick: p.sched.MaxCatchupPerTick,
+			LeaseTTL:          p.sched.LeaseTTL,
+			RunTimeout:        p.sched.RunTimeout,
+			MisfireGrace:      time.Duration(p.sched.MisfireGraceMS) * time.Millisecond,
 		}, logger.With("component", "scheduler"), reg)
 		if err != nil {
 			return err

@@ -1,0 +1,422 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/api"
+	"github.com/chronos-sched/chronos/model"
+)
+
+func upsert(t *testing.T, b *testBundle, body any) api.UpsertResponse {
+	t.Helper()
+	return ok[api.UpsertResponse](t, b, http.StatusOK, http.MethodPost, "/schedules/upsert", body)
+}
+
+func TestUpsertAndGet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	res := upsert(t, b, schedule("s1"))
+	first := time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)
+	require.Equal(t, api.UpsertResponse{ScheduleID: "s1", NextRunAt: &first, Created: true, Changed: true, State: api.StateActive}, res)
+
+	got := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, "s1", got.ID)
+	require.Equal(t, model.KindCron, got.Kind)
+	require.Equal(t, model.TargetWorkflow, got.Target)
+	require.Equal(t, "wf-1", got.WorkflowID)
+	require.Equal(t, model.Version("3"), got.Version)
+	require.Equal(t, "u-1", got.UserID)
+	require.Equal(t, "0 9 * * *", got.CronExpr)
+	require.Equal(t, model.DialectStandard, got.Dialect)
+	require.Equal(t, "America/New_York", got.Timezone)
+	require.Zero(t, got.JitterMs)
+	require.Equal(t, model.OverlapAllow, got.OverlapPolicy)
+	require.Equal(t, model.CatchupFireImmediately, got.CatchupPolicy)
+	require.Equal(t, t0, got.CreatedAt)
+	require.Equal(t, t0, got.UpdatedAt)
+	require.False(t, got.Paused)
+	require.Equal(t, &first, got.NextRunAt)
+	require.Equal(t, api.StateActive, got.State)
+	require.Len(t, got.Preview, 5)
+	for i, p := range got.Preview {
+		require.Equal(t, first.AddDate(0, 0, i), p)
+	}
+	require.Empty(t, got.RecentRuns)
+	require.NotNil(t, got.RecentRuns)
+
+	// The raw body uses the contract's names.
+	raw := b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String()
+	for _, k := range []string{`"schedule_id":"s1"`, `"next_run_at":"2026-01-01T14:00:00Z"`, `"state":"active"`,
+		`"preview":["2026-01-01T14:00:00Z",`, `"recent_runs":[]`, `"cron_expr":"0 9 * * *"`, `"version":"3"`} {
+		require.Contains(t, raw, k)
+	}
+
+	requireError(t, b.do(t, http.MethodGet, "/schedules/nope", nil), http.StatusNotFound, api.CodeNotFound, "schedule nope: not found")
+	requireError(t, b.do(t, http.MethodGet, "/schedules/s1?runs=101", nil), http.StatusBadRequest, api.CodeInvalidArgument, "runs: must be an integer between 0 and 100")
+	requireError(t, b.do(t, http.MethodGet, "/schedules/s1?runs=x", nil), http.StatusBadRequest, api.CodeInvalidArgument, "runs:")
+}
+
+func TestUpsertOptionalFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	body := schedule("s1")
+	body["dialect"] = "posix"
+	body["cron_expr"] = "15 6 * * 1-5"
+	body["timezone"] = "Europe/Berlin"
+	body["start_at"] = "2026-02-01T00:00:00+01:00"
+	body["end_at"] = "2026-03-01T00:00:00Z"
+	body["jitter_ms"] = 2500
+	body["overlap_policy"] = "skip"
+	body["catchup_policy"] = "latest"
+	body["version"] = "v2.1"
+	body["color"] = "red" // unknown fields are ignored
+	body["nested"] = map[string]any{"a": []int{1}}
+	res := upsert(t, b, body)
+	require.Equal(t, time.Date(2026, 2, 2, 5, 15, 0, 0, time.UTC), *res.NextRunAt) // Monday 06:15 CET
+
+	got := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, model.DialectPosix, got.Dialect)
+	require.Equal(t, time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC), *got.StartAt)
+	require.Equal(t, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), *got.EndAt)
+	require.EqualValues(t, 2500, got.JitterMs)
+	require.Equal(t, model.OverlapSkip, got.OverlapPolicy)
+	require.Equal(t, model.CatchupLatest, got.CatchupPolicy)
+	require.Equal(t, model.Version("v2.1"), got.Version)
+
+	// null means absent; an omitted timezone is UTC.
+	body = schedule("s2")
+	body["timezone"], body["jitter_ms"], body["start_at"] = nil, nil, nil
+	res = upsert(t, b, body)
+	require.Equal(t, time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC), *res.NextRunAt)
+	got = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s2", nil)
+	require.Equal(t, "UTC", got.Timezone)
+}
+
+func TestUpsertGeneratesID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := schedule("")
+	delete(body, "schedule_id")
+	a := upsert(t, b, body)
+	c := upsert(t, b, body)
+	require.Regexp(t, regexp.MustCompile(`^sch_[0-9a-f]{32}$`), a.ScheduleID)
+	require.NotEqual(t, a.ScheduleID, c.ScheduleID)
+	require.True(t, a.Created)
+	ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/"+a.ScheduleID, nil)
+}
+
+func TestUpsertIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+	before := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+
+	b.clock.Advance(time.Hour)
+	res := upsert(t, b, schedule("s1"))
+	require.False(t, res.Created)
+	require.False(t, res.Changed)
+	require.Equal(t, before.NextRunAt, res.NextRunAt)
+	after := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, before.ScheduleRecord, after.ScheduleRecord)
+	require.Equal(t, t0, after.UpdatedAt)
+
+	// A real change is written, at the clock's now.
+	body := schedule("s1")
+	body["user_id"] = "u-2"
+	res = upsert(t, b, body)
+	require.False(t, res.Created)
+	require.True(t, res.Changed)
+	after = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, "u-2", after.UserID)
+	require.Equal(t, t0.Add(time.Hour), after.UpdatedAt)
+	require.Equal(t, t0, after.CreatedAt)
+}
+
+func TestUpsertKeepsRunHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+	key := b.commitRun(t, "s1")
+	require.Equal(t, model.IdempotencyKey("s1", time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)), key)
+
+	body := schedule("s1")
+	body["cron_expr"] = "0 10 * * *"
+	res := upsert(t, b, body)
+	require.True(t, res.Changed)
+
+	got := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, "0 10 * * *", got.CronExpr)
+	require.Len(t, got.RecentRuns, 1)
+	require.Equal(t, key, got.RecentRuns[0].IdempotencyKey)
+	require.Equal(t, model.RunEnqueued, got.RecentRuns[0].Status)
+
+	runs := ok[api.RunList](t, b, http.StatusOK, http.MethodGet, "/schedules/s1/runs", nil)
+	require.Len(t, runs.Runs, 1)
+	run := ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+key, nil)
+	require.Equal(t, "s1", run.ScheduleID)
+	require.Equal(t, model.SourceSchedule, run.Source)
+}
+
+func TestUpsertValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := b.keys(t)
+
+	with := func(k string, v any) map[string]any {
+		body := schedule("bad")
+		if v == nil {
+			delete(body, k)
+		} else {
+			body[k] = v
+		}
+		return body
+	}
+	both := func(kv ...any) map[string]any {
+		body := schedule("bad")
+		for i := 0; i < len(kv); i += 2 {
+			body[kv[i].(string)] = kv[i+1]
+		}
+		return body
+	}
+	for _, tc := range []struct {
+		name string
+		body any
+		want string
+	}{
+		{"Empty", "", "body: is empty, want a JSON object"},
+		{"NotJSON", `{"schedule_id": "bad",`, "body: invalid JSON"},
+		{"TrailingGarbage", `{"schedule_id": "bad"} x`, "body: invalid JSON"},
+		{"Array", `[{"schedule_id": "bad"}]`, "body: must be a JSON object"},
+		{"String", `"hello"`, "body: must be a JSON object"},
+		{"IDType", with("schedule_id", 7), "schedule_id: must be a string"},
+		{"IDSpace", with("schedule_id", "has space"), "schedule_id: must not contain whitespace"},
+		{"IDLong", with("schedule_id", strings.Repeat("x", 201)), "schedule_id: longer than 200 characters"},
+		{"WorkflowMissing", with("workflow_id", nil), "workflow_id: is required"},
+		{"WorkflowType", with("workflow_id", []string{"a"}), "workflow_id: must be a string"},
+		{"VersionMissing", with("version", nil), "version: is required"},
+		{"VersionType", with("version", true), "version: must be a string or a number"},
+		{"UserMissing", with("user_id", nil), "user_id: is required"},
+		{"UserType", with("user_id", 1), "user_id: must be a string"},
+		{"CronMissing", with("cron_expr", nil), "cron_expr: is required"},
+		{"CronBlank", with("cron_expr", "  "), "cron_expr: is required"},
+		{"CronInvalid", with("cron_expr", "61 * * * *"), `cron_expr: invalid cron expression "61 * * * *": minute field`},
+		{"CronType", with("cron_expr", 5), "cron_expr: must be a string"},
+		{"Timezone", with("timezone", "Mars/Base"), `timezone: unknown time zone "Mars/Base"`},
+		{"TimezoneType", with("timezone", 2), "timezone: must be a string"},
+		{"Dialect", with("dialect", "quartz"), `dialect: unknown dialect "quartz"`},
+		{"PosixStep", with("dialect", "posix"), ""}, // placeholder replaced below
+		{"StartAtFormat", with("start_at", "yesterday"), `start_at: invalid RFC 3339 time "yesterday"`},
+		{"StartAtType", with("start_at", 1767225600), "start_at: must be an RFC 3339 time string"},
+		{"EndAtBeforeStart", both("start_at", "2026-02-01T00:00:00Z", "end_at", "2026-01-01T00:00:00Z"), "end_at: is before start_at"},
+		{"JitterNegative", with("jitter_ms", -1), "jitter_ms: must be between 0 and 86400000"},
+		{"JitterTooBig", with("jitter_ms", model.MaxJitterMs+1), "jitter_ms: must be between 0 and 86400000"},
+		{"JitterFraction", with("jitter_ms", 1.5), "jitter_ms: must be an integer"},
+		{"JitterString", with("jitter_ms", "5"), "jitter_ms: must be an integer"},
+		{"Overlap", with("overlap_policy", "never"), `overlap_policy: unknown overlap_policy "never"`},
+		{"Catchup", with("catchup_policy", "all"), `catchup_policy: unknown catchup_policy "all"`},
+		{"CatchupType", with("catchup_policy", false), "catchup_policy: must be a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "PosixStep" {
+				tc.body = both("dialect", "posix", "cron_expr", "*/5 * * * *")
+				tc.want = `cron_expr: Invalid cron expression "*/5 * * * *": minute field`
+			}
+			requireError(t, b.do(t, http.MethodPost, "/schedules/upsert", tc.body), http.StatusBadRequest, api.CodeInvalidArgument, tc.want)
+			require.ElementsMatch(t, before, b.keys(t), "a rejected upsert wrote to Redis")
+			requireError(t, b.do(t, http.MethodGet, "/schedules/bad", nil), http.StatusNotFound, api.CodeNotFound, "")
+		})
+	}
+
+	// A rejected update leaves the stored schedule as it was.
+	upsert(t, b, schedule("s1"))
+	stored := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	body := schedule("s1")
+	body["cron_expr"] = "0 10 * * *"
+	body["timezone"] = "Mars/Base"
+	requireError(t, b.do(t, http.MethodPost, "/schedules/upsert", body), http.StatusBadRequest, api.CodeInvalidArgument, "timezone:")
+	require.Equal(t, stored.ScheduleRecord, ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil).ScheduleRecord)
+}
+
+func TestUpsertCompleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := schedule("s1")
+	body["end_at"] = "2025-06-01T00:00:00Z"
+	res := upsert(t, b, body)
+	require.Nil(t, res.NextRunAt)
+	require.Equal(t, api.StateCompleted, res.State)
+	got := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, api.StateCompleted, got.State)
+	require.Nil(t, got.NextRunAt)
+	require.Empty(t, got.Preview)
+	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String(), `"preview":[]`)
+}
+
+func TestPause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+
+	got := ok[api.ScheduleView](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true})
+	require.Equal(t, api.StatePaused, got.State)
+	require.True(t, got.Paused)
+	require.Nil(t, got.NextRunAt)
+	d := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, api.StatePaused, d.State)
+	require.Empty(t, d.Preview)
+
+	// Pausing twice is fine; an update keeps the pause.
+	ok[api.ScheduleView](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true})
+	body := schedule("s1")
+	body["cron_expr"] = "0 10 * * *"
+	res := upsert(t, b, body)
+	require.Equal(t, api.StatePaused, res.State)
+	require.Nil(t, res.NextRunAt)
+
+	// Resuming continues after now: the paused days are not caught up.
+	b.clock.Set(time.Date(2026, 1, 5, 16, 0, 0, 0, time.UTC))
+	got = ok[api.ScheduleView](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": false})
+	require.Equal(t, api.StateActive, got.State)
+	require.False(t, got.Paused)
+	require.Equal(t, time.Date(2026, 1, 6, 15, 0, 0, 0, time.UTC), *got.NextRunAt)
+	d = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil)
+	require.Equal(t, time.Date(2026, 1, 6, 15, 0, 0, 0, time.UTC), d.Preview[0])
+
+	requireError(t, b.do(t, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "nope", "paused": true}),
+		http.StatusNotFound, api.CodeNotFound, "schedule nope: not found")
+	before := b.keys(t)
+	for _, tc := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"schedule_id": "s1"}, "paused: is required"},
+		{map[string]any{"schedule_id": "s1", "paused": nil}, "paused: is required"},
+		{map[string]any{"schedule_id": "s1", "paused": "yes"}, "paused: must be a boolean"},
+		{map[string]any{"schedule_id": "s1", "paused": 1}, "paused: must be a boolean"},
+		{map[string]any{"paused": true}, "schedule_id: is required"},
+		{`[]`, "body: must be a JSON object"},
+	} {
+		requireError(t, b.do(t, http.MethodPost, "/schedules/pause", tc.body), http.StatusBadRequest, api.CodeInvalidArgument, tc.want)
+	}
+	require.ElementsMatch(t, before, b.keys(t))
+	require.Equal(t, api.StateActive, ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1", nil).State)
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+	key := b.commitRun(t, "s1")
+
+	rec := b.do(t, http.MethodDelete, "/schedules/s1", nil)
+	require.Equal(t, http.StatusNoContent, rec.Code)
+	require.Empty(t, rec.Body.String())
+
+	requireError(t, b.do(t, http.MethodGet, "/schedules/s1", nil), http.StatusNotFound, api.CodeNotFound, "schedule s1: not found")
+	requireError(t, b.do(t, http.MethodGet, "/schedules/s1/runs", nil), http.StatusNotFound, api.CodeNotFound, "")
+	requireError(t, b.do(t, http.MethodDelete, "/schedules/s1", nil), http.StatusNotFound, api.CodeNotFound, "schedule s1: not found")
+	// Its runs stay readable.
+	ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+key, nil)
+	require.Empty(t, ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules", nil).Schedules)
+}
+
+func TestListSchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 137
+	want := map[string]bool{}
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		want[id] = true
+		upsert(t, b, schedule(id))
+	}
+	ok[api.ScheduleView](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s007", "paused": true})
+
+	seen := map[string]int{}
+	cursor, pages := "", 0
+	for {
+		page := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=7&cursor="+cursor, nil)
+		pages++
+		require.LessOrEqual(t, len(page.Schedules), 7)
+		for _, s := range page.Schedules {
+			seen[s.ID]++
+			wantState := api.StateActive
+			if s.ID == "s007" {
+				wantState = api.StatePaused
+			}
+			require.Equal(t, wantState, s.State, s.ID)
+			require.Equal(t, "wf-1", s.WorkflowID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+		require.Less(t, pages, 1000, "pagination does not end")
+	}
+	require.Len(t, seen, n)
+	for id, c := range seen {
+		require.True(t, want[id], id)
+		require.Equal(t, 1, c, "schedule %s listed %d times", id, c)
+	}
+	require.Greater(t, pages, 1)
+
+	all := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=500", nil)
+	require.Len(t, all.Schedules, n)
+	require.Empty(t, all.NextCursor)
+	require.Contains(t, b.do(t, http.MethodGet, "/schedules?limit=1", nil).Body.String(), `"next_cursor":"`)
+
+	for _, q := range []string{"limit=0", "limit=501", "limit=x"} {
+		requireError(t, b.do(t, http.MethodGet, "/schedules?"+q, nil), http.StatusBadRequest, api.CodeInvalidArgument, "limit: must be an integer between 1 and 500")
+	}
+	for _, c := range []string{"garbage", "99:0:0", "-1:0:0", "1:x:0", "1", "1:0", "1:0:-1"} {
+		requireError(t, b.do(t, http.MethodGet, "/schedules?cursor="+c, nil), http.StatusBadRequest, api.CodeInvalidArgument, "cursor: invalid cursor")
+	}
+}
+
+func TestListSchedulesEmpty(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	raw := b.do(t, http.MethodGet, "/schedules", nil).Body.String()
+	require.JSONEq(t, `{"schedules": [], "next_cursor": ""}`, raw)
+}
+
+func TestListRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+	var keys []string
+	for range 3 {
+		keys = append(keys, b.commitRun(t, "s1"))
+	}
+
+	runs := ok[api.RunList](t, b, http.StatusOK, http.MethodGet, "/schedules/s1/runs", nil)
+	require.Len(t, runs.Runs, 3)
+	require.Equal(t, keys[2], runs.Runs[0].IdempotencyKey, "newest first")
+	require.Equal(t, time.Date(2026, 1, 3, 14, 0, 0, 0, time.UTC), runs.Runs[0].RunAt)
+
+	runs = ok[api.RunList](t, b, http.StatusOK, http.MethodGet, "/schedules/s1/runs?limit=2", nil)
+	require.Equal(t, []string{keys[2], keys[1]}, []string{runs.Runs[0].IdempotencyKey, runs.Runs[1].IdempotencyKey})
+
+	d := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1?runs=1", nil)
+	require.Len(t, d.RecentRuns, 1)
+	d = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s1?runs=0", nil)
+	require.Empty(t, d.RecentRuns)
+	require.Equal(t, time.Date(2026, 1, 4, 14, 0, 0, 0, time.UTC), *d.NextRunAt)
+
+	upsert(t, b, schedule("s2"))
+	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s2/runs", nil).Body.String(), `"runs":[]`)
+
+	for _, q := range []string{"limit=0", "limit=1001", "limit=-3"} {
+		requireError(t, b.do(t, http.MethodGet, "/schedules/s1/runs?"+q, nil), http.StatusBadRequest, api.CodeInvalidArgument, "limit: must be an integer between 1 and 1000")
+	}
+	requireError(t, b.do(t, http.MethodGet, "/schedules/nope/runs", nil), http.StatusNotFound, api.CodeNotFound, "schedule nope: not found")
+}

@@ -1,0 +1,41 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/api"
+)
+
+func TestWorkflows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dag := `{"nodes": [{"id": "a"}, {"id": "b", "after": ["a"]}], "note": "kept as sent"}`
+
+	ref := ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf-1/versions/3", dag)
+	require.Equal(t, api.WorkflowRef{WorkflowID: "wf-1", Version: "3"}, ref)
+
+	rec := b.do(t, http.MethodGet, "/workflows/wf-1/versions/3", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, dag, rec.Body.String())
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+
+	// Versions are separate; a PUT replaces.
+	requireError(t, b.do(t, http.MethodGet, "/workflows/wf-1/versions/4", nil), http.StatusNotFound, api.CodeNotFound, "workflow wf-1 version 4: not found")
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf-1/versions/3", `{"nodes": []}`)
+	require.Equal(t, `{"nodes": []}`, b.do(t, http.MethodGet, "/workflows/wf-1/versions/3", nil).Body.String())
+
+	// Path parameters are unescaped.
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/team%3Awf/versions/1.2", `{}`)
+	require.Equal(t, `{}`, b.do(t, http.MethodGet, "/workflows/team:wf/versions/1.2", nil).Body.String())
+
+	before := b.keys(t)
+	for _, body := range []string{``, `[]`, `"dag"`, `42`, `{"a":`, `{} {}`, `null`} {
+		requireError(t, b.do(t, http.MethodPut, "/workflows/wf-2/versions/1", body), http.StatusBadRequest, api.CodeInvalidArgument, "body: must be a JSON object")
+	}
+	requireError(t, b.do(t, http.MethodPut, "/workflows/wf%20x/versions/1", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must not contain whitespace")
+	require.ElementsMatch(t, before, b.keys(t))
+	requireError(t, b.do(t, http.MethodGet, "/workflows/wf-2/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "")
+}

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -72,25 +71,6 @@ func (s *Store) ActScore(rec *model.ScheduleRecord, next time.Time) float64 {
 	return float64(ms(act))
 }
 
-// storedDef is what the "def" field holds: the record without the fields
-// the store keeps separately.
-func encodeDef(rec *model.ScheduleRecord) (string, error) {
-	c := *rec
-	c.Paused = false
-	c.NextRunAt = nil
-	b, err := json.Marshal(&c)
-	return string(b), err
-}
-
-// DecodeDef parses a stored definition.
-func DecodeDef(def string) (*model.ScheduleRecord, error) {
-	var rec model.ScheduleRecord
-	if err := json.Unmarshal([]byte(def), &rec); err != nil {
-		return nil, fmt.Errorf("decode stored schedule: %w", err)
-	}
-	return &rec, nil
-}
-
 // UpsertResult says what an upsert did.
 type UpsertResult struct {
 	Schedule *model.ScheduleRecord
@@ -118,16 +98,16 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		created := curDef == ""
 		timing := true
 		if created {
-			next.CreatedAt, next.Anchor = now, now
+			next.CreatedAt, next.Anchor = now, now.Truncate(time.Second)
 		} else {
-			old, err := DecodeDef(curDef)
+			old, err := DecodeDef(rec.ID, curDef)
 			if err != nil {
 				return nil, err
 			}
 			next.CreatedAt, next.UpdatedAt, next.Anchor = old.CreatedAt, old.UpdatedAt, old.Anchor
 			timing = old.TimingKey() != next.TimingKey()
 			if timing {
-				next.Anchor = now
+				next.Anchor = now.Truncate(time.Second)
 			}
 			if sameDef(old, &next) {
 				got, err := s.GetSchedule(ctx, rec.ID)
@@ -206,7 +186,7 @@ func (s *Store) recordFromFields(id string, v []any) (*model.ScheduleRecord, err
 	if def == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
-	rec, err := DecodeDef(def)
+	rec, err := DecodeDef(id, def)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,9 @@ func (c *compileCache) get(def string) (*compiled, error) {
 	if ok {
 		return v, nil
 	}
-	rec, err := queue.DecodeDef(def)
+	// Schedules with equal definitions share an entry, so the record's ID
+	// is left empty: planning takes the id from the due member.
+	rec, err := queue.DecodeDef("", def)
 	if err != nil {
 		return nil, err
 	}

@@ -30,15 +30,17 @@ for p = 1, tonumber(ARGV[4]) do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. 'run:' .. key
       if redis.call('EXISTS', rkey) == 0 then
-        redis.call('HSET', rkey, 'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st,
-          'cr', now, 'up', now, 'src', 'schedule')
+        local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
         if err ~= '' then
-          redis.call('HSET', rkey, 'err', err)
+          f[#f + 1] = 'err'
+          f[#f + 1] = err
         end
         if st == 'ENQUEUED' then
-          redis.call('HSET', rkey, 'enq', now)
+          f[#f + 1] = 'enq'
+          f[#f + 1] = now
           redis.call('HSET', KEYS[2], key, ARGV[i + 5])
         end
+        redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)
       end
       i = i + 6

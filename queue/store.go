@@ -88,7 +88,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	skey := scheduleKey(sh, rec.ID)
 	for attempt := 0; attempt < 10; attempt++ {
 		now := s.clock.Now().UTC()
-		v, err := s.rdb.HMGet(ctx, skey, "def", "next").Result()
+		v, err := s.rdb.HMGet(ctx, skey, "def", "next", "paused").Result()
 		if err != nil {
 			return nil, fmt.Errorf("load schedule %s: %w", rec.ID, err)
 		}
@@ -110,7 +110,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 				next.Anchor = now.Truncate(time.Second)
 			}
 			if sameDef(old, &next) {
-				got, err := s.GetSchedule(ctx, rec.ID)
+				got, err := s.recordFromFields(rec.ID, v)
 				return &UpsertResult{Schedule: got}, err
 			}
 		}
@@ -144,7 +144,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 		}
 		if ok == 1 {
-			got, err := s.GetSchedule(ctx, rec.ID)
+			got, err := s.recordFromFields(rec.ID, []any{def, nextMS, v[2]})
 			return &UpsertResult{Schedule: got, Created: created, Changed: true}, err
 		}
 	}

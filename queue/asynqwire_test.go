@@ -8,7 +8,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
@@ -25,33 +24,20 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 	client := asynq.NewClientFromRedisClient(rdb)
 
 	for name, fire := range map[string]time.Time{"pending": now.Add(-time.Second), "scheduled": now.Add(time.Hour)} {
-		p := queue.TaskPayload{IdempotencyKey: "run-" + name, ScheduleID: "s", RunAt: fire, FireAt: fire,
-			WorkflowID: "wf", Version: "1", Source: model.SourceSchedule}
-		payload, err := p.Encode()
-		require.NoError(t, err)
-		key := "asynq:{chronos}:t:run-" + name
-
-		_, err = client.EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, []byte(payload)),
-			asynq.TaskID(p.IdempotencyKey), asynq.Queue("chronos"), asynq.ProcessAt(fire),
-			asynq.MaxRetry(7), asynq.Retention(2*time.Hour), asynq.Timeout(90*time.Second))
-		require.NoError(t, err)
-		theirs := rdb.HGetAll(ctx, key).Val()
-		theirScore := rdb.ZScore(ctx, "asynq:{chronos}:scheduled", p.IdempotencyKey).Val()
-		require.NoError(t, rdb.FlushDB(ctx).Err())
-
+		key := "run-" + name
 		store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 7, TaskRetention: 2 * time.Hour, TaskTimeout: 90 * time.Second})
 		require.NoError(t, err)
-		require.NoError(t, store.EnqueueBatch(ctx, []queue.EnqueueTask{{Payload: payload, Task: p}}))
-		ours := rdb.HGetAll(ctx, key).Val()
-		require.Equal(t, theirs["msg"], ours["msg"], "%s: encoded TaskMessage", name)
-		require.Equal(t, theirs["state"], ours["state"], name)
-		require.Equal(t, theirScore, rdb.ZScore(ctx, "asynq:{chronos}:scheduled", p.IdempotencyKey).Val(), name)
-		require.Equal(t, theirs["pending_since"] != "", ours["pending_since"] != "", name)
-
-		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo("chronos", p.IdempotencyKey)
+		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: fire, IdempotencyKey: key})
+		require.NoError(t, err)
+		require.True(t, started)
+		tkey := "asynq:{chronos}:t:" + key
+		ours := rdb.HGetAll(ctx, tkey).Val()
+		ourScore := rdb.ZScore(ctx, "asynq:{chronos}:scheduled", key).Val()
+		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo("chronos", key)
 		require.NoError(t, err)
 		require.Equal(t, 7, info.MaxRetry)
-		require.Equal(t, payload, string(info.Payload))
+		require.Equal(t, queue.TaskTypeRun, info.Type)
 		if name == "scheduled" {
 			require.Equal(t, asynq.TaskStateScheduled, info.State)
 			require.Equal(t, fire.Unix(), info.NextProcessAt.Unix())
@@ -59,10 +45,23 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 			require.Equal(t, asynq.TaskStatePending, info.State)
 		}
 
-		// A second enqueue of the same run is a no-op.
-		require.NoError(t, store.EnqueueBatch(ctx, []queue.EnqueueTask{{Payload: "{}", Task: p}}))
-		require.Equal(t, ours, rdb.HGetAll(ctx, key).Val())
-		require.LessOrEqual(t, rdb.LLen(ctx, "asynq:{chronos}:pending").Val(), int64(1))
+		// A second start of the same run writes nothing.
+		_, started, err = store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1",
+			ScheduledFor: fire, IdempotencyKey: key})
+		require.NoError(t, err)
+		require.False(t, started)
+		require.Equal(t, ours, rdb.HGetAll(ctx, tkey).Val())
+
+		require.NoError(t, rdb.FlushDB(ctx).Err())
+		_, err = client.EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, info.Payload),
+			asynq.TaskID(key), asynq.Queue("chronos"), asynq.ProcessAt(fire),
+			asynq.MaxRetry(7), asynq.Retention(2*time.Hour), asynq.Timeout(90*time.Second))
+		require.NoError(t, err)
+		theirs := rdb.HGetAll(ctx, tkey).Val()
+		require.Equal(t, theirs["msg"], ours["msg"], "%s: encoded TaskMessage", name)
+		require.Equal(t, theirs["state"], ours["state"], name)
+		require.Equal(t, rdb.ZScore(ctx, "asynq:{chronos}:scheduled", key).Val(), ourScore, name)
+		require.Equal(t, theirs["pending_since"] != "", ours["pending_since"] != "", name)
 		require.NoError(t, rdb.FlushDB(ctx).Err())
 	}
 }

@@ -55,7 +55,7 @@ type PlannedRun struct {
 	// Status is ENQUEUED (a task follows) or SKIPPED (recorded only).
 	Status model.RunStatus
 	Error  string
-	// Payload is the encoded task; set for ENQUEUED runs.
+	// Payload is the encoded Task; set for ENQUEUED runs.
 	Payload string
 	Task    TaskPayload
 }
@@ -80,11 +80,16 @@ type Plan struct {
 	Runs []PlannedRun
 }
 
-// Commit applies plans of one shard atomically per call and reports which
-// applied; a stale plan (the schedule changed since ReadDue) writes nothing.
+// Commit applies plans of one shard — run records, asynq tasks, the
+// schedules' advance — atomically per call and reports which applied; a
+// stale plan (the schedule changed since ReadDue) writes nothing.
 func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
-	args := make([]any, 0, 4+len(plans)*12)
-	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, len(plans))
+	if err := s.publishQueue(ctx); err != nil {
+		return nil, err
+	}
+	q := s.cfg.QueueName
+	args := make([]any, 0, 6+len(plans)*16)
+	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), len(plans))
 	for _, p := range plans {
 		next := ""
 		if !p.NewNext.IsZero() {
@@ -96,11 +101,18 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		}
 		args = append(args, p.ID, p.ExpectNext, p.ExpectInflight, next, scoreString(p.NewScore),
 			p.Inflight, ms(p.InflightDeadline), hold, len(p.Runs))
-		for _, r := range p.Runs {
-			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, r.Payload)
+		for i := range p.Runs {
+			r := &p.Runs[i]
+			var msg []byte
+			var processAt int64
+			if r.Status == model.RunEnqueued {
+				msg, processAt = s.asynqTask(r.Payload, &r.Task, now)
+			}
+			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt)
 		}
 	}
-	res, err := commitScript.Run(ctx, s.rdb, []string{dueKey(shard), outboxKey(shard), inflightKey(shard)}, args...).Int64Slice()
+	res, err := commitScript.Run(ctx, s.rdb,
+		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q)}, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
 	}
@@ -109,45 +121,6 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		out[i] = v == 1
 	}
 	return out, nil
-}
-
-// OutboxEntry is a run whose task may not be in asynq yet.
-type OutboxEntry struct {
-	Payload string
-	Task    TaskPayload
-}
-
-// ReadOutbox returns up to limit entries of a shard's outbox.
-func (s *Store) ReadOutbox(ctx context.Context, shard int, limit int) ([]OutboxEntry, error) {
-	kv, _, err := s.rdb.HScan(ctx, outboxKey(shard), 0, "", int64(limit)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read outbox of shard %d: %w", shard, err)
-	}
-	out := make([]OutboxEntry, 0, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		p, err := DecodeTaskPayload([]byte(kv[i+1]))
-		if err != nil {
-			return nil, fmt.Errorf("outbox entry %s of shard %d: %w", kv[i], shard, err)
-		}
-		out = append(out, OutboxEntry{Payload: kv[i+1], Task: *p})
-	}
-	return out, nil
-}
-
-// OutboxLen is the number of entries in a shard's outbox.
-func (s *Store) OutboxLen(ctx context.Context, shard int) (int64, error) {
-	return s.rdb.HLen(ctx, outboxKey(shard)).Result()
-}
-
-// AckOutbox removes entries that asynq now has.
-func (s *Store) AckOutbox(ctx context.Context, shard int, keys []string) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := s.rdb.HDel(ctx, outboxKey(shard), keys...).Err(); err != nil {
-		return fmt.Errorf("ack outbox of shard %d: %w", shard, err)
-	}
-	return nil
 }
 
 // ExpireInflight fails in-flight runs past their deadline and releases

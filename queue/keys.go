@@ -25,7 +25,6 @@ func ShardOf(id string, shards int) int {
 func shardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
 
 func dueKey(s int) string                 { return shardPrefix(s) + "due" }
-func outboxKey(s int) string              { return shardPrefix(s) + "outbox" }
 func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }
 func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
 func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + id }

@@ -179,22 +179,20 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	if err != nil {
 		return nil, false, err
 	}
-	n, err := manualRunScript.Run(ctx, s.rdb, []string{runKey(sh, m.IdempotencyKey), outboxKey(sh)},
-		m.IdempotencyKey, ms(m.ScheduledFor), ms(s.clock.Now()), payload, int64(s.cfg.RunRetention/time.Second)).Int()
+	if err := s.publishQueue(ctx); err != nil {
+		return nil, false, err
+	}
+	now := s.clock.Now()
+	msg, processAt := s.asynqTask(payload, &p, now)
+	q := s.cfg.QueueName
+	n, err := manualRunScript.Run(ctx, s.rdb,
+		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q)},
+		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64(s.cfg.RunRetention/time.Second),
+		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt).Int()
 	if err != nil {
-		return nil, false, fmt.Errorf("record manual run %s: %w", m.IdempotencyKey, err)
+		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}
 	started := n == 1
-	if started {
-		// The outbox holds the task until asynq has it: a crash here leaves
-		// it for the shard's scheduler to enqueue.
-		if err := s.EnqueueBatch(ctx, []EnqueueTask{{Payload: payload, Task: p}}); err != nil {
-			return nil, false, err
-		}
-		if err := s.rdb.HDel(ctx, outboxKey(sh), m.IdempotencyKey).Err(); err != nil {
-			return nil, false, fmt.Errorf("clear outbox entry %s: %w", m.IdempotencyKey, err)
-		}
-	}
 	r, err := s.GetScheduleRun(ctx, "", m.IdempotencyKey)
 	return r, started, err
 }

@@ -27,5 +27,4 @@ var (
 	statusScript         = loadScript("status")
 	expireInflightScript = loadScript("expire_inflight")
 	manualRunScript      = loadScript("manual_run")
-	enqueueScript        = loadScript("enqueue")
 )

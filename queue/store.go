@@ -16,7 +16,7 @@ import (
 )
 
 // Store is the schedule store: schedules, their due sets, run records,
-// workflows and the outbox, in Redis.
+// workflows and the tasks of runs, in Redis.
 type Store struct {
 	rdb            redis.UniversalClient
 	clock          Clock

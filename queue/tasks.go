@@ -44,53 +44,31 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 	return &p, nil
 }
 
-// EnqueueBatchMax bounds the tasks of one enqueue script call.
-const EnqueueBatchMax = 500
-
-// EnqueueTask is one run for EnqueueBatch: its payload encoded and decoded.
-type EnqueueTask struct {
-	Payload string
-	Task    TaskPayload
+// asynqTask is how a run is written into asynq: its encoded message and
+// when it may start (0: now; ahead: asynq's scheduled set, whose scores
+// are whole seconds).
+func (s *Store) asynqTask(payload string, p *TaskPayload, now time.Time) (msg []byte, processAt int64) {
+	m := asynqMessage{
+		Type: TaskTypeRun, Payload: []byte(payload), ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
+		Retry: int32(s.cfg.TaskMaxRetry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
+		Retention: int64(s.cfg.TaskRetention / time.Second),
+	}
+	if p.FireAt.After(now) {
+		processAt = p.FireAt.Unix()
+	}
+	return m.encode(), processAt
 }
 
-// EnqueueBatch hands runs to asynq with TaskID = idempotency key, in one
-// script call per EnqueueBatchMax tasks. A task asynq already has is
-// skipped: that run was enqueued before. Runs whose fire time is ahead go
-// to asynq's scheduled set, the others straight to pending.
-func (s *Store) EnqueueBatch(ctx context.Context, tasks []EnqueueTask) error {
-	if len(tasks) == 0 {
+// publishQueue lists the run queue in asynq's set of queues, once per
+// store: asynq's server, Inspector and asynqmon find queues there. It is a
+// separate command because that set is not in the queue's hash slot.
+func (s *Store) publishQueue(ctx context.Context) error {
+	if s.queuePublished.Load() {
 		return nil
 	}
-	if !s.queuePublished.Load() {
-		// asynq lists queues in one set (not in the queue's hash slot).
-		if err := s.rdb.SAdd(ctx, asynqAllQueues, s.cfg.QueueName).Err(); err != nil {
-			return fmt.Errorf("register asynq queue %s: %w", s.cfg.QueueName, err)
-		}
-		s.queuePublished.Store(true)
+	if err := s.rdb.SAdd(ctx, asynqAllQueues, s.cfg.QueueName).Err(); err != nil {
+		return fmt.Errorf("register asynq queue %s: %w", s.cfg.QueueName, err)
 	}
-	q := s.cfg.QueueName
-	keys := []string{asynqPendingKey(q), asynqScheduledKey(q)}
-	now := s.clock.Now()
-	for len(tasks) > 0 {
-		chunk := tasks[:min(len(tasks), EnqueueBatchMax)]
-		tasks = tasks[len(chunk):]
-		args := make([]any, 0, 2+3*len(chunk))
-		args = append(args, asynqTaskKeyPrefix(q), now.UnixNano())
-		for _, t := range chunk {
-			msg := asynqMessage{
-				Type: TaskTypeRun, Payload: []byte(t.Payload), ID: t.Task.IdempotencyKey, Queue: q,
-				Retry: int32(s.cfg.TaskMaxRetry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
-				Retention: int64(s.cfg.TaskRetention / time.Second),
-			}
-			processAt := int64(0)
-			if t.Task.FireAt.After(now) {
-				processAt = t.Task.FireAt.Unix()
-			}
-			args = append(args, t.Task.IdempotencyKey, msg.encode(), processAt)
-		}
-		if err := enqueueScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-			return fmt.Errorf("enqueue %d runs: %w", len(chunk), err)
-		}
-	}
+	s.queuePublished.Store(true)
 	return nil
 }

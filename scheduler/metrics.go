@@ -5,10 +5,10 @@ import (
 )
 
 type metrics struct {
-	due, emitted, skipped, missed, recovered, stale prometheus.Counter
-	drift                                           prometheus.Histogram
-	tick                                            prometheus.Histogram
-	shards                                          prometheus.Gauge
+	due, emitted, skipped, missed, stale prometheus.Counter
+	drift                                prometheus.Histogram
+	tick                                 prometheus.Histogram
+	shards                               prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -21,8 +21,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Runs recorded SKIPPED because the previous run was in flight (overlap_policy skip)."}),
 		missed: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_missed_total",
 			Help: "Catch-up events where missed runs were dropped (catchup_policy none or latest)."}),
-		recovered: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_outbox_recovered_total",
-			Help: "Runs enqueued from a shard's outbox after a previous holder stopped between commit and enqueue."}),
 		stale: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_plans_stale_total",
 			Help: "Plans not applied because the schedule changed meanwhile (another replica, an upsert, a status)."}),
 		drift: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_enqueue_drift_seconds",
@@ -34,7 +32,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Shards whose lease this replica holds."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.due, m.emitted, m.skipped, m.missed, m.recovered, m.stale, m.drift, m.tick, m.shards)
+		reg.MustRegister(m.due, m.emitted, m.skipped, m.missed, m.stale, m.drift, m.tick, m.shards)
 	}
 	return m
 }

@@ -18,9 +18,10 @@ type planner struct {
 	actScore  func(*model.ScheduleRecord, time.Time) float64
 }
 
-// planStats counts what a plan decided, for metrics.
+// planStats counts what a plan decided that its runs don't show, for
+// metrics.
 type planStats struct {
-	emitted, skipped, missed int
+	missed int
 }
 
 type dueTime struct {
@@ -86,7 +87,6 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			}
 			run.Status = model.RunSkipped
 			run.Error = fmt.Sprintf("skipped: run %s is still in flight (overlap_policy skip)", inflight)
-			st.skipped++
 		} else {
 			if rec.OverlapPolicy != model.OverlapAllow {
 				inflight = key
@@ -103,7 +103,6 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 				panic("scheduler: encode task payload: " + err.Error()) // plain struct: cannot fail
 			}
 			run.Payload = payload
-			st.emitted++
 		}
 		p.Runs = append(p.Runs, run)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	mrand "math/rand/v2"
@@ -267,9 +266,6 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 	if !valid() {
 		return errLeaseLost
 	}
-	if err := s.drainOutbox(ctx, shard, valid); err != nil {
-		return err
-	}
 	now := s.clock.Now()
 	failed, err := s.store.ExpireInflight(ctx, shard, now, 1000,
 		"no final status within RUN_TIMEOUT; marked FAILED to release the schedule")
@@ -295,8 +291,6 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it", "schedule_id", d.ID, "err", err)
 			}
 			plans = append(plans, p)
-			st.emitted += ps.emitted
-			st.skipped += ps.skipped
 			st.missed += ps.missed
 		}
 		if !valid() {
@@ -306,7 +300,7 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		if err != nil {
 			return err
 		}
-		var runs []queue.PlannedRun
+		at := s.clock.Now()
 		appliedAny := false
 		for i, ok := range applied {
 			if !ok {
@@ -315,17 +309,17 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			}
 			appliedAny = true
 			for _, r := range plans[i].Runs {
-				if r.Status == model.RunEnqueued {
-					runs = append(runs, r)
+				switch r.Status {
+				case model.RunEnqueued:
+					s.metrics.emitted.Inc()
+					s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
+				case model.RunSkipped:
+					s.metrics.skipped.Inc()
 				}
 			}
 		}
 		s.metrics.due.Add(float64(len(due)))
-		s.metrics.skipped.Add(float64(st.skipped))
 		s.metrics.missed.Add(float64(st.missed))
-		if err := s.enqueue(ctx, shard, runs, false); err != nil {
-			return err
-		}
 		// A short page is the last one; a page of only stale plans means
 		// others are changing these schedules: leave them to the next tick
 		// rather than spin on them.
@@ -349,53 +343,4 @@ func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, pla
 	}
 	p, st := s.planner.plan(d, c.rec, c.sched, now)
 	return p, st, nil
-}
-
-// drainOutbox enqueues runs a previous holder committed but may not have
-// handed to asynq.
-func (s *Scheduler) drainOutbox(ctx context.Context, shard int, valid func() bool) error {
-	n, err := s.store.OutboxLen(ctx, shard)
-	if err != nil || n == 0 {
-		return err
-	}
-	entries, err := s.store.ReadOutbox(ctx, shard, 1000)
-	if err != nil {
-		return err
-	}
-	if !valid() {
-		return errLeaseLost
-	}
-	runs := make([]queue.PlannedRun, len(entries))
-	for i, e := range entries {
-		runs[i] = queue.PlannedRun{Key: e.Task.IdempotencyKey, RunAt: e.Task.RunAt, FireAt: e.Task.FireAt,
-			Status: model.RunEnqueued, Payload: e.Payload, Task: e.Task}
-	}
-	s.logger.InfoContext(ctx, "enqueuing runs left in the outbox", "shard", shard, "runs", len(runs))
-	return s.enqueue(ctx, shard, runs, true)
-}
-
-// enqueue hands runs to asynq in batches, then clears them from the
-// outbox. On an error they stay in the outbox for the next tick.
-func (s *Scheduler) enqueue(ctx context.Context, shard int, runs []queue.PlannedRun, recovered bool) error {
-	if len(runs) == 0 {
-		return nil
-	}
-	tasks := make([]queue.EnqueueTask, len(runs))
-	keys := make([]string, len(runs))
-	for i, r := range runs {
-		tasks[i] = queue.EnqueueTask{Payload: r.Payload, Task: r.Task}
-		keys[i] = r.Key
-	}
-	if err := s.store.EnqueueBatch(ctx, tasks); err != nil {
-		return fmt.Errorf("%d runs left in the outbox: %w", len(runs), err)
-	}
-	at := s.clock.Now()
-	for _, r := range runs {
-		s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
-	}
-	s.metrics.emitted.Add(float64(len(runs)))
-	if recovered {
-		s.metrics.recovered.Add(float64(len(runs)))
-	}
-	return s.store.AckOutbox(ctx, shard, keys)
 }

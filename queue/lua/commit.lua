@@ -1,23 +1,30 @@
--- Commit a page of plans atomically. Each plan applies only if the
+-- Commit a page of plans atomically: run records, asynq tasks and the
+-- schedules' advance, all or nothing. Each plan applies only if the
 -- schedule's next time and in-flight run are still what the plan was
--- computed from and it is neither paused nor held; so two replicas that
--- planned the same page write it once.
+-- computed from and it is neither paused nor held, so two replicas that
+-- planned the same page write it once. Tasks are written in asynq's own
+-- layout (as its enqueue and schedule scripts do); a task whose id (the
+-- idempotency key) exists is left alone.
 -- KEYS[1] -> due zset
--- KEYS[2] -> outbox hash
--- KEYS[3] -> in-flight zset
+-- KEYS[2] -> in-flight zset
+-- KEYS[3] -> asynq:{<queue>}:pending
+-- KEYS[4] -> asynq:{<queue>}:scheduled
 -- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
 -- ARGV[2] -> now, ms
 -- ARGV[3] -> run history kept per schedule
--- ARGV[4] -> number of plans, then per plan:
+-- ARGV[4] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[5] -> now, unix ns (asynq's pending_since)
+-- ARGV[6] -> number of plans, then per plan:
 --   id, expected next, expected inflight, new next ("" = retired),
 --   new score, new inflight key ("" = unchanged), its deadline ms,
 --   hold ("1" = hold until the in-flight run ends), number of runs,
---   then per run: key, run_at ms, fire_at ms, status, error, task payload
+--   then per run: key, run_at ms, fire_at ms, status, error,
+--   asynq message ("" for a SKIPPED run), process_at unix s ("0" = now)
 -- Output: array of 1 (applied) / 0 (stale) per plan
-local pfx, now, keep = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local i = 5
+local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local i = 7
 local out = {}
-for p = 1, tonumber(ARGV[4]) do
+for p = 1, tonumber(ARGV[6]) do
   local id, expNext, expInfl = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local newNext, newScore, newInfl, deadline = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
   local hold, nRuns = ARGV[i + 7], tonumber(ARGV[i + 8])
@@ -38,18 +45,27 @@ for p = 1, tonumber(ARGV[4]) do
         if st == 'ENQUEUED' then
           f[#f + 1] = 'enq'
           f[#f + 1] = now
-          redis.call('HSET', KEYS[2], key, ARGV[i + 5])
+          local tkey = tpfx .. key
+          if redis.call('EXISTS', tkey) == 0 then
+            if ARGV[i + 6] == '0' then
+              redis.call('HSET', tkey, 'msg', ARGV[i + 5], 'state', 'pending', 'pending_since', nowNS)
+              redis.call('LPUSH', KEYS[3], key)
+            else
+              redis.call('HSET', tkey, 'msg', ARGV[i + 5], 'state', 'scheduled')
+              redis.call('ZADD', KEYS[4], ARGV[i + 6], key)
+            end
+          end
         end
         redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)
       end
-      i = i + 6
+      i = i + 7
     end
     local inflight = cur[2] or ''
     if newInfl ~= '' then
       inflight = newInfl
       redis.call('HSET', skey, 'inflight', newInfl)
-      redis.call('ZADD', KEYS[3], deadline, id)
+      redis.call('ZADD', KEYS[2], deadline, id)
     end
     local n = redis.call('ZCARD', hkey)
     if n > keep then
@@ -76,7 +92,7 @@ for p = 1, tonumber(ARGV[4]) do
     if not cur[5] then
       redis.call('ZREM', KEYS[1], id)
     end
-    i = i + 6 * nRuns
+    i = i + 7 * nRuns
     out[#out + 1] = 0
   end
 end

@@ -1,17 +1,30 @@
--- Create a manual run and its outbox entry, unless the key exists.
+-- Create a manual run and its asynq task atomically, unless the key exists.
 -- KEYS[1] -> run hash
--- KEYS[2] -> outbox hash
+-- KEYS[2] -> asynq:{<queue>}:pending
+-- KEYS[3] -> asynq:{<queue>}:scheduled
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms
--- ARGV[4] -> task payload
--- ARGV[5] -> retention of the record, seconds
+-- ARGV[4] -> retention of the record, seconds
+-- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[6] -> now, unix ns
+-- ARGV[7] -> asynq message
+-- ARGV[8] -> process_at unix s ("0" = now)
 -- Output: 1 created, 0 already exists
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+local tkey = ARGV[5] .. ARGV[1]
+if redis.call('EXISTS', tkey) == 0 then
+  if ARGV[8] == '0' then
+    redis.call('HSET', tkey, 'msg', ARGV[7], 'state', 'pending', 'pending_since', ARGV[6])
+    redis.call('LPUSH', KEYS[2], ARGV[1])
+  else
+    redis.call('HSET', tkey, 'msg', ARGV[7], 'state', 'scheduled')
+    redis.call('ZADD', KEYS[3], ARGV[8], ARGV[1])
+  end
+end
 return 1

@@ -20,7 +20,7 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := queuetest.StartRedis(t).Client(t)
-	now := time.Now()
+	now := time.Now().Truncate(time.Second)
 	client := asynq.NewClientFromRedisClient(rdb)
 
 	for name, fire := range map[string]time.Time{"pending": now.Add(-time.Second), "scheduled": now.Add(time.Hour)} {
@@ -41,6 +41,12 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 		if name == "scheduled" {
 			require.Equal(t, asynq.TaskStateScheduled, info.State)
 			require.Equal(t, fire.Unix(), info.NextProcessAt.Unix())
+			// asynq schedules in whole seconds: a fire time within a
+			// second rounds up, so a run never starts early.
+			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1",
+				ScheduledFor: fire.Add(300 * time.Millisecond), IdempotencyKey: "fraction"})
+			require.NoError(t, err)
+			require.Equal(t, float64(fire.Unix()+1), rdb.ZScore(ctx, "asynq:{chronos}:scheduled", "fraction").Val())
 		} else {
 			require.Equal(t, asynq.TaskStatePending, info.State)
 		}

@@ -46,7 +46,8 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 
 // asynqTask is how a run is written into asynq: its encoded message and
 // when it may start (0: now; ahead: asynq's scheduled set, whose scores
-// are whole seconds).
+// are whole seconds, so a fire time within a second is rounded up: a run
+// never starts before its time).
 func (s *Store) asynqTask(payload string, p *TaskPayload, now time.Time) (msg []byte, processAt int64) {
 	m := asynqMessage{
 		Type: TaskTypeRun, Payload: []byte(payload), ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
@@ -54,7 +55,7 @@ func (s *Store) asynqTask(payload string, p *TaskPayload, now time.Time) (msg []
 		Retention: int64(s.cfg.TaskRetention / time.Second),
 	}
 	if p.FireAt.After(now) {
-		processAt = p.FireAt.Unix()
+		processAt = p.FireAt.Add(time.Second - time.Nanosecond).Unix()
 	}
 	return m.encode(), processAt
 }

@@ -36,6 +36,7 @@ func workflowKey(id, version string) string {
 }
 
 const (
-	metaKey       = keyPrefix + "meta"
-	schedulersKey = keyPrefix + "schedulers"
+	metaKey           = keyPrefix + "meta"
+	schedulersKey     = keyPrefix + "schedulers"
+	schedulersHeldKey = keyPrefix + "schedulers:held"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -73,25 +74,28 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// Heartbeat records a scheduler replica as alive and returns how many are.
-func (s *Store) Heartbeat(ctx context.Context, replica string, now time.Time, ttl time.Duration) (int, error) {
-	var n int64
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, schedulersKey, redis.Z{Score: float64(ms(now)), Member: replica})
-		p.ZRemRangeByScore(ctx, schedulersKey, "-inf", fmt.Sprint(ms(now.Add(-ttl))))
-		return nil
-	})
+// Heartbeat records a scheduler replica as alive, holding held shards, and
+// returns the live replicas (seen within window) with the shards each holds.
+func (s *Store) Heartbeat(ctx context.Context, replica string, held int, now time.Time, window time.Duration) (map[string]int, error) {
+	res, err := heartbeatScript.Run(ctx, s.rdb, []string{schedulersKey, schedulersHeldKey},
+		replica, ms(now), held, ms(now.Add(-window))).StringSlice()
 	if err != nil {
-		return 0, fmt.Errorf("scheduler heartbeat: %w", err)
+		return nil, fmt.Errorf("scheduler heartbeat: %w", err)
 	}
-	n, err = s.rdb.ZCard(ctx, schedulersKey).Result()
-	if err != nil {
-		return 0, fmt.Errorf("scheduler heartbeat: %w", err)
+	live := make(map[string]int, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		n, _ := strconv.Atoi(res[i+1])
+		live[res[i]] = n
 	}
-	return int(n), nil
+	return live, nil
 }
 
 // Leave removes a scheduler replica from the live set.
 func (s *Store) Leave(ctx context.Context, replica string) error {
-	return s.rdb.ZRem(ctx, schedulersKey, replica).Err()
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, schedulersKey, replica)
+		p.HDel(ctx, schedulersHeldKey, replica)
+		return nil
+	})
+	return err
 }

@@ -27,4 +27,5 @@ var (
 	statusScript         = loadScript("status")
 	expireInflightScript = loadScript("expire_inflight")
 	manualRunScript      = loadScript("manual_run")
+	heartbeatScript      = loadScript("heartbeat")
 )

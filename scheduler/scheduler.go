@@ -28,6 +28,10 @@ type Scheduler struct {
 	planner planner
 	cache   *compileCache
 
+	// abandon makes Stop leave leases and heartbeat behind, as a crash
+	// would; tests only.
+	abandon bool
+
 	mu      sync.Mutex
 	held    map[int]*shardLoop
 	cancel  context.CancelFunc
@@ -123,17 +127,18 @@ func (s *Scheduler) ownershipLoop(ctx context.Context) {
 	}
 }
 
-// rebalance renews held leases, then takes or gives shards towards this
-// replica's fair share of the live replicas.
+// rebalance renews held leases, then moves towards this replica's fair
+// share of the shards among the live replicas (those whose heartbeat is
+// younger than a lease TTL):
+//
+//   - under its share, it takes free shards up to it;
+//   - when every live replica has its share, it also adopts any free shard
+//     (an orphan of a replica that died or froze but still looks live),
+//     so no shard waits for the dead replica's heartbeat to age out;
+//   - over its share while another live replica is under its share, it
+//     gives the excess back for that replica to take.
 func (s *Scheduler) rebalance(ctx context.Context) {
 	shards := s.store.Config().Shards
-	live, err := s.store.Heartbeat(ctx, s.cfg.ReplicaID, s.clock.Now(), 3*s.cfg.LeaseTTL)
-	if err != nil {
-		s.logger.WarnContext(ctx, "heartbeat failed; keeping current shards", "err", err)
-		live = 1
-	}
-	share := (shards + max(live, 1) - 1) / max(live, 1)
-
 	for sh, l := range s.snapshot() {
 		ok, err := l.lease.Extend(ctx)
 		if err != nil || !ok {
@@ -142,19 +147,36 @@ func (s *Scheduler) rebalance(ctx context.Context) {
 		}
 	}
 	held := s.snapshot()
-	if len(held) > share {
-		// Give back the excess so a new replica gets its share.
+	live, err := s.store.Heartbeat(ctx, s.cfg.ReplicaID, len(held), s.clock.Now(), s.cfg.LeaseTTL)
+	if err != nil {
+		s.logger.WarnContext(ctx, "heartbeat failed; keeping current shards", "err", err)
+		return
+	}
+	share := (shards + len(live) - 1) / len(live)
+	othersUnder := false
+	for id, n := range live {
+		if id != s.cfg.ReplicaID && n < share {
+			othersUnder = true
+		}
+	}
+
+	if len(held) > share && othersUnder {
 		for sh := range held {
 			if len(held) <= share {
 				break
 			}
 			s.stopShard(sh, true)
 			delete(held, sh)
+			s.logger.InfoContext(ctx, "shard released to rebalance", "shard", sh)
 		}
 		return
 	}
+	want := share
+	if !othersUnder {
+		want = shards
+	}
 	start := mrand.IntN(shards)
-	for i := 0; i < shards && len(held) < share; i++ {
+	for i := 0; i < shards && len(held) < want; i++ {
 		sh := (start + i) % shards
 		if _, ok := held[sh]; ok {
 			continue
@@ -217,7 +239,10 @@ func (s *Scheduler) stopShard(sh int, release bool) {
 
 func (s *Scheduler) releaseAll() {
 	for sh := range s.snapshot() {
-		s.stopShard(sh, true)
+		s.stopShard(sh, !s.abandon)
+	}
+	if s.abandon {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

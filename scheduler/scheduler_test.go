@@ -417,3 +417,48 @@ func TestUpsertChangingTimingReplans(t *testing.T) {
 	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued,
 		"2024-03-09T01:00:00Z", "2024-03-09T01:45:00Z", "2024-03-09T02:00:00Z")
 }
+
+// heldShards counts the shards a replica holds.
+func heldShards(s *Scheduler) int { return len(s.snapshot()) }
+
+// When a replica dies without releasing its leases, the survivors own every
+// shard again within a lease TTL and a renew interval, although the dead
+// replica still looks live until its heartbeat ages out.
+func TestShardsOfADeadReplicaAreTakenOver(t *testing.T) {
+	t.Parallel()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(context.Background(), rdb, queue.RealClock{}, &queue.Config{Shards: 16})
+	require.NoError(t, err)
+	cfg := &Config{LeaseTTL: time.Second, TickInterval: 50 * time.Millisecond}
+	var reps []*Scheduler
+	for range 3 {
+		s, err := New(store, cfg, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, s.Start(context.Background()))
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		reps = append(reps, s)
+	}
+	require.Eventually(t, func() bool {
+		total := 0
+		for _, s := range reps {
+			if heldShards(s) == 0 {
+				return false
+			}
+			total += heldShards(s)
+		}
+		return total == 16
+	}, 10*time.Second, 10*time.Millisecond, "three replicas never shared the 16 shards")
+
+	dead := reps[0]
+	deadHeld := heldShards(dead)
+	dead.abandon = true
+	require.NoError(t, dead.Stop(context.Background()))
+	died := time.Now()
+	require.Eventually(t, func() bool { return heldShards(reps[1])+heldShards(reps[2]) == 16 },
+		5*time.Second, 10*time.Millisecond, "the dead replica's %d shards were not taken over", deadHeld)
+	took := time.Since(died)
+	t.Logf("%d orphaned shards taken over in %s", deadHeld, took)
+	// Before replicas adopted orphans, this took three TTLs: until the dead
+	// replica's heartbeat aged out.
+	require.Less(t, took, 2*cfg.LeaseTTL+cfg.LeaseTTL/3)
+}

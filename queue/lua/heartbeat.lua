@@ -1,0 +1,21 @@
+-- Record a scheduler replica as alive with the number of shards it holds,
+-- forget replicas silent since the cutoff, and list the live ones.
+-- KEYS[1] -> replica zset (id -> last heartbeat ms)
+-- KEYS[2] -> replica hash (id -> shards held)
+-- ARGV[1] -> replica id
+-- ARGV[2] -> now, ms
+-- ARGV[3] -> shards this replica holds
+-- ARGV[4] -> cutoff, ms: replicas last seen before it are gone
+-- Output: flat array of [id, shards held] per live replica
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])) do
+  redis.call('HDEL', KEYS[2], id)
+  redis.call('ZREM', KEYS[1], id)
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id) or '0'
+end
+return out

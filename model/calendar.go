@@ -38,11 +38,11 @@ func daysFromCivil(y int64, m, d int) int64 {
 		y--
 	}
 	era := floorDiv(y, 400)
-	yoe := y - era*400                             // [0, 399]
-	mp := int64((m + 9) % 12)                      // March is 0
-	doy := (153*mp+2)/5 + int64(d) - 1             // [0, 365]
-	doe := yoe*365 + yoe/4 - yoe/100 + doy         // [0, 146096]
-	return era*146097 + doe - 719468               // 719468: 0000-03-01 to 1970-01-01
+	yoe := y - era*400                     // [0, 399]
+	mp := int64((m + 9) % 12)              // March is 0
+	doy := (153*mp+2)/5 + int64(d) - 1     // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy // [0, 146096]
+	return era*146097 + doe - 719468       // 719468: 0000-03-01 to 1970-01-01
 }
 
 // civilFromDays returns the date of day number z.

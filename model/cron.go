@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"strings"
 	"time"
@@ -210,20 +211,29 @@ func (c *CronSchedule) Next(after time.Time) time.Time {
 	for range 1000 { // a zone has far fewer offset changes in the horizon
 		t := time.Unix(ts, 0).In(c.loc)
 		_, off := t.Zone()
-		_, end := t.ZoneBounds()
-		wall := civilFromUnix(ts + int64(off))
-		w, ok := c.nextWall(wall, maxYear)
+		endUnix := int64(math.MaxInt64)
+		if _, end := t.ZoneBounds(); !end.IsZero() {
+			endUnix = end.Unix()
+			if endUnix <= ts {
+				// golang/go#81583: in a leap year served by the zone's TZ
+				// rule, ZoneBounds ends the year's last interval 24h
+				// early, before t. No rule change remains in that UTC
+				// year, so the offset holds until the next one begins.
+				endUnix = civil{year: civilFromUnix(ts).year + 1, month: 1, day: 1}.unix()
+			}
+		}
+		w, ok := c.nextWall(civilFromUnix(ts+int64(off)), maxYear)
 		if !ok {
 			return time.Time{}
 		}
 		cand := w.unix() - int64(off)
-		if end.IsZero() || cand < end.Unix() {
+		if cand < endUnix {
 			if cand > maxUnix {
 				return time.Time{}
 			}
 			return time.Unix(cand, 0).UTC()
 		}
-		ts = end.Unix()
+		ts = endUnix
 	}
 	return time.Time{}
 }

@@ -76,7 +76,7 @@ func zoneTransitions(loc *time.Location, from, to time.Time) []time.Time {
 	var out []time.Time
 	for t := from; t.Before(to); {
 		_, end := t.In(loc).ZoneBounds()
-		if end.IsZero() || !end.Before(to) {
+		if end.IsZero() || !end.Before(to) || !end.After(t) { // golang/go#81583
 			break
 		}
 		out = append(out, end)
@@ -86,18 +86,23 @@ func zoneTransitions(loc *time.Location, from, to time.Time) []time.Time {
 }
 
 // oracleInstants returns the instants around which random cases cluster:
-// loc's transitions in 2026-2030, or random instants in those years when
-// it has none; Pacific/Apia also gets its 2011 transitions (the skipped
-// 30 December).
+// loc's transitions in 2026-2030 and 2040, the end of the leap years 2040
+// and 2096, and random instants in 2026-2030; Pacific/Apia also gets its
+// 2011 transitions (the skipped 30 December).
 func oracleInstants(loc *time.Location, rng *rand.Rand) []time.Time {
 	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	out := zoneTransitions(loc, from, to)
+	// Years served by the zone's TZ rule rather than listed transitions,
+	// including the leap-year end where ZoneBounds errs (golang/go#81583).
+	out = append(out, zoneTransitions(loc,
+		time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC))...)
+	out = append(out, time.Date(2040, 12, 31, 12, 0, 0, 0, time.UTC), time.Date(2096, 12, 31, 6, 0, 0, 0, time.UTC))
 	if loc.String() == "Pacific/Apia" {
 		out = append(out, zoneTransitions(loc,
 			time.Date(2011, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC))...)
 	}
-	for len(out) < 4 {
+	for range 4 {
 		out = append(out, from.Add(time.Duration(rng.Int64N(int64(to.Sub(from))))))
 	}
 	return out

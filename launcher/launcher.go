@@ -117,35 +117,26 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	started := l.store.Clock().Now()
 	log := l.logger.With("idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
 
-	run, err := l.store.GetScheduleRun(ctx, p.ScheduleID, p.IdempotencyKey)
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
-		// The record was trimmed or expired; the task alone still says
-		// what to run.
-	case err != nil:
+	st, err := l.store.LoadLaunch(ctx, p)
+	if err != nil {
 		return err
-	case run.Status.Terminal():
-		log.InfoContext(ctx, "run already finished; not starting it again", "status", run.Status)
+	}
+	if st.Status.Terminal() {
+		log.InfoContext(ctx, "run already finished; not starting it again", "status", st.Status)
 		return nil
 	}
 	l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
 
 	if p.Source == model.SourceSchedule {
-		if reason, err := l.stillPlanned(ctx, p); err != nil {
-			return err
-		} else if reason != "" {
+		if reason := stillPlanned(st.Schedule, p); reason != "" {
 			log.InfoContext(ctx, "run skipped", "reason", reason)
 			return l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason})
 		}
 	}
-
-	dag, err := l.store.GetWorkflow(ctx, p.WorkflowID, p.Version)
-	if errors.Is(err, queue.ErrNotFound) {
+	dag := st.DAG
+	if dag == nil {
 		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
 			p.WorkflowID, p.Version, p.WorkflowID, p.Version), true)
-	}
-	if err != nil {
-		return err
 	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: p.WorkflowID, Version: p.Version,
@@ -165,28 +156,24 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // stillPlanned returns why a scheduled run should not start ("" if it
-// should): its schedule was deleted, paused, or changed so that the run's
-// time is no longer one of its fire times. Runs are enqueued ahead of time,
-// so this is checked when they start.
-func (l *Launcher) stillPlanned(ctx context.Context, p *queue.TaskPayload) (string, error) {
-	rec, err := l.store.GetSchedule(ctx, p.ScheduleID)
-	if errors.Is(err, queue.ErrNotFound) {
-		return "schedule deleted before the run started", nil
-	}
-	if err != nil {
-		return "", err
+// should): its schedule (rec, nil when deleted) was deleted, paused, or
+// changed so that the run's time is no longer one of its fire times. Runs
+// are enqueued ahead of time, so this is checked when they start.
+func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) string {
+	if rec == nil {
+		return "schedule deleted before the run started"
 	}
 	if rec.Paused {
-		return "schedule paused before the run started", nil
+		return "schedule paused before the run started"
 	}
 	sched, err := rec.Compile()
 	if err != nil {
-		return "schedule no longer compiles: " + err.Error(), nil
+		return "schedule no longer compiles: " + err.Error()
 	}
 	if !sched.Next(p.RunAt.Add(-time.Second)).Equal(p.RunAt) {
-		return "schedule changed; this time is no longer one of its fire times", nil
+		return "schedule changed; this time is no longer one of its fire times"
 	}
-	return "", nil
+	return ""
 }
 
 func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string, final bool) error {
@@ -204,7 +191,7 @@ func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string
 // report records a status; a run already final (timed out, reported by
 // the executor itself) is left as it is.
 func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
-	_, err := l.store.UpdateRunStatus(ctx, p.ScheduleID, p.IdempotencyKey, u)
+	_, err := l.store.ReportStatus(ctx, p.ScheduleID, p.IdempotencyKey, u)
 	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
 		l.logger.InfoContext(ctx, "status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)
 		return nil

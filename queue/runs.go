@@ -117,39 +117,51 @@ type StatusUpdate struct {
 	Error  string
 }
 
-// UpdateRunStatus records a run's status. A final status (SUCCESS, FAILED,
-// SKIPPED) is final: reporting the same one again is a no-op, reporting a
-// different one is ErrConflict. A final status releases the schedule's
-// overlap hold. The run's schedule id may be "" when unknown.
+// UpdateRunStatus records a run's status and returns the run. A final
+// status (SUCCESS, FAILED, SKIPPED) is final: reporting the same one again
+// is a no-op, reporting a different one is ErrConflict. A final status
+// releases the schedule's overlap hold. The run's schedule id may be ""
+// when unknown.
 func (s *Store) UpdateRunStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (*model.Run, error) {
-	sh := -1
-	if scheduleID != "" {
-		sh = s.shard(scheduleID)
-	} else {
-		_, found, err := s.GetRun(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		sh = found
-	}
-	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now())).Slice()
+	sh, err := s.ReportStatus(ctx, scheduleID, key, u)
 	if err != nil {
-		return nil, fmt.Errorf("update run %s: %w", key, err)
-	}
-	code, _ := res[0].(int64)
-	cur, _ := res[1].(string)
-	switch {
-	case code == -1:
-		return nil, fmt.Errorf("run %s: %w", key, ErrNotFound)
-	case code == 0 && cur != string(u.Status):
-		return nil, fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
+		return nil, err
 	}
 	v, err := s.rdb.HMGet(ctx, runKey(sh, key), runFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", key, err)
 	}
 	return runFromFields(key, v)
+}
+
+// ReportStatus is UpdateRunStatus without reading the run back; it
+// returns the run's shard.
+func (s *Store) ReportStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (int, error) {
+	var sh int
+	switch {
+	case scheduleID != "":
+		sh = s.shard(scheduleID)
+	default:
+		_, found, err := s.GetRun(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		sh = found
+	}
+	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now())).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("update run %s: %w", key, err)
+	}
+	code, _ := res[0].(int64)
+	cur, _ := res[1].(string)
+	switch {
+	case code == -1:
+		return 0, fmt.Errorf("run %s: %w", key, ErrNotFound)
+	case code == 0 && cur != string(u.Status):
+		return 0, fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
+	}
+	return sh, nil
 }
 
 // ManualRun asks for a run outside any schedule (POST /run-launcher/start).

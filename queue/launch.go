@@ -1,0 +1,62 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// LaunchState is what a launcher reads before starting a run, in one round
+// trip.
+type LaunchState struct {
+	// Status is the run record's status; "" when the record is gone
+	// (trimmed or expired).
+	Status model.RunStatus
+	// Schedule is the run's schedule now; nil for manual runs and for a
+	// schedule deleted since the run was planned.
+	Schedule *model.ScheduleRecord
+	// DAG is the workflow version's DAG; nil when it is not registered.
+	DAG []byte
+}
+
+// LoadLaunch reads a run's status, its schedule and its workflow's DAG in
+// one pipeline.
+func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
+	sh := s.shard(p.ScheduleID)
+	if p.ScheduleID == "" {
+		sh = s.shard(p.IdempotencyKey)
+	}
+	var (
+		st    *redis.StringCmd
+		sched *redis.SliceCmd
+		dag   *redis.StringCmd
+	)
+	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		st = pl.HGet(ctx, runKey(sh, p.IdempotencyKey), "st")
+		if p.ScheduleID != "" {
+			sched = pl.HMGet(ctx, scheduleKey(sh, p.ScheduleID), "def", "next", "paused")
+		}
+		dag = pl.Get(ctx, workflowKey(p.WorkflowID, p.Version))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("load run %s for launch: %w", p.IdempotencyKey, err)
+	}
+	var ls LaunchState
+	ls.Status = model.RunStatus(st.Val())
+	if sched != nil {
+		rec, err := s.recordFromFields(p.ScheduleID, sched.Val())
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		ls.Schedule = rec
+	}
+	if dag.Err() == nil {
+		ls.DAG = []byte(dag.Val())
+	}
+	return &ls, nil
+}

@@ -32,6 +32,7 @@ type Common struct {
 	Shards    int    `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
 	LogLevel  string `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
 	LogFormat string `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
+	Pprof     bool   `name:"pprof" env:"PPROF" help:"Serve Go's profiler at /debug/pprof/ (for diagnosing; off by default)."`
 
 	LookaheadMS   int64         `name:"lookahead-ms" env:"LOOKAHEAD_MS" default:"60000" help:"How far ahead 'allow' schedules are enqueued (asynq ProcessAt), so runs start on time."`
 	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`

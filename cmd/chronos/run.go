@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"net/url"
 	"strings"
 	"time"
@@ -128,6 +129,9 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		})
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	if p.common.Pprof {
+		e.Any("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux)) // net/http/pprof registers there
+	}
 
 	var sched *scheduler.Scheduler
 	if p.sched != nil {

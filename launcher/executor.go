@@ -74,9 +74,15 @@ type HTTPExecutor struct {
 	Client *http.Client
 }
 
-// NewHTTPExecutor returns an HTTPExecutor whose calls time out after timeout.
-func NewHTTPExecutor(url string, timeout time.Duration) *HTTPExecutor {
-	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout}}
+// NewHTTPExecutor returns an HTTPExecutor whose calls time out after
+// timeout and that keeps up to maxConns connections to the executor open
+// (one per concurrent run: Go's default keeps only 2 idle per host, so a
+// busy launcher would dial for most calls).
+func NewHTTPExecutor(url string, timeout time.Duration, maxConns int) *HTTPExecutor {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = max(maxConns, 2)
+	tr.MaxIdleConnsPerHost = max(maxConns, 2)
+	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout, Transport: tr}}
 }
 
 // Execute calls the executor service.

@@ -271,8 +271,22 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}
 		s.metrics.tick.Observe(time.Since(began).Seconds())
-		t.Reset(max(s.cfg.TickInterval-time.Since(began), time.Millisecond))
+		t.Reset(s.untilNextTick())
 	}
+}
+
+// tickPhase is how long after a tick boundary ticks run, so that a run
+// due on the boundary is due by then even with a little clock jitter.
+const tickPhase = 2 * time.Millisecond
+
+// untilNextTick is the time to the next multiple of the tick interval on
+// the shared clock (plus tickPhase). Fire times fall on whole seconds, so
+// with the default 1 s tick a run is picked up milliseconds after it is
+// due instead of anywhere up to a tick later.
+func (s *Scheduler) untilNextTick() time.Duration {
+	tick := s.cfg.TickInterval
+	into := time.Duration(s.clock.Now().UnixNano() % int64(tick))
+	return tick - into + tickPhase
 }
 
 var errLeaseLost = errors.New("shard lease is about to expire; not acting on it")
@@ -321,7 +335,9 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		if !valid() {
 			return errLeaseLost
 		}
-		applied, err := s.store.Commit(ctx, shard, now, plans)
+		// Records and tasks carry the time they were written, which in a
+		// long tick is later than the now the plans were made at.
+		applied, err := s.store.Commit(ctx, shard, s.clock.Now(), plans)
 		if err != nil {
 			return err
 		}

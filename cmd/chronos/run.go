@@ -150,7 +150,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if p.launch != nil {
 		var ex launcher.Executor = launcher.LogExecutor{Logger: logger.With("component", "executor")}
 		if p.launch.Executor == "http" {
-			ex = launcher.NewHTTPExecutor(p.launch.ExecutorURL, p.launch.ExecutorTimeout)
+			ex = launcher.NewHTTPExecutor(p.launch.ExecutorURL, p.launch.ExecutorTimeout, p.launch.Concurrency)
 		}
 		launch, err = launcher.New(store, &launcher.Config{
 			Concurrency: p.launch.Concurrency, ShutdownTimeout: p.launch.ShutdownTimeout, Executor: ex,

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+type launchResult struct {
+	n, launchers, conc int
+	filled             int64   // tasks pending before the launchers started
+	rate               float64 // runs/s from the first to the last finished
+	finished           int64   // tasks finished (completed, retry or archived)
+	success            int     // runs whose record says SUCCESS
+	cpuPerRun          time.Duration
+}
+
+// launch pre-fills n scheduled runs with a burst (one scheduler, no
+// launcher), then starts `launchers` launcher processes with the log
+// executor at LOG_LEVEL=warn (a no-op that reports SUCCESS) and times the
+// drain.
+func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, error) {
+	e := b.e
+	res := &launchResult{n: n, launchers: launchers, conc: b.cfg.launchConc}
+	fill, err := b.burst(ctx, burstOpts{n: n, replicas: 1, settle: b.cfg.settle})
+	if err != nil {
+		return nil, fmt.Errorf("pre-fill: %w", err)
+	}
+	c, err := countQueue(ctx, e.rdb, runQueue)
+	if err != nil {
+		return nil, err
+	}
+	res.filled = c.pending
+	if res.filled != int64(n) {
+		return nil, fmt.Errorf("pre-fill left %d pending runs, want %d", res.filled, n)
+	}
+	store, err := e.newStore(ctx, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.PutWorkflow(ctx, workflowID, version, []byte(`{"steps":[]}`)); err != nil {
+		return nil, err
+	}
+
+	ps := make([]*proc, launchers)
+	defer func() { stopAll(ps) }()
+	errs := make([]error, launchers)
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Go(func() {
+			ps[i], errs[i] = e.startChronos(ctx, "launcher", map[string]string{
+				"EXECUTOR": "log", "LAUNCHER_CONCURRENCY": strconv.Itoa(res.conc),
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	cpu0 := cpuOf(ps)
+	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
+		c, err := countQueue(ctx, e.rdb, runQueue)
+		return c.completed + c.retry + c.archived, err
+	}, int64(n), 20*time.Millisecond, time.Now().Add(30*time.Second+time.Duration(n/200)*time.Second))
+	res.cpuPerRun = (cpuOf(ps) - cpu0) / time.Duration(max(n, 1))
+	stopAll(ps)
+	if len(samples) > 0 {
+		res.finished = samples[len(samples)-1].n
+	}
+	// Rate between the first and the last observation of finished runs:
+	// process start-up is not counted.
+	var first *sample
+	for i := range samples {
+		if samples[i].n > 0 {
+			first = &samples[i]
+			break
+		}
+	}
+	if first != nil && res.finished == int64(n) {
+		last := samples[len(samples)-1]
+		if d := last.t.Sub(first.t); d > 0 {
+			res.rate = float64(last.n-first.n) / d.Seconds()
+		}
+	}
+	e.logf("launch %d×%d: %d finished at %.0f runs/s", n, launchers, res.finished, res.rate)
+
+	var ok atomic.Int64
+	err = forEach(ctx, n, 64, func(ctx context.Context, i int) error {
+		id := scheduleID(i)
+		r, err := store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, fill.due))
+		if err != nil {
+			return nil // counted as not SUCCESS
+		}
+		if r.Status == model.RunSuccess {
+			ok.Add(1)
+		}
+		return nil
+	})
+	res.success = int(ok.Load())
+	return res, err
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+const limitQueue = "limit"
+
+type limitResult struct {
+	n           int
+	rates       map[int]float64 // enqueues/s by concurrent clients
+	redisCPU    map[int]float64 // Redis CPU share of a core while enqueuing
+	best        float64
+	bestClients int
+	drain       float64 // no-op tasks/s through one asynq server
+	drainConc   int
+	drained     int64
+}
+
+// limitTask is a task like chronos's: the same payload type and options,
+// TaskID = sha256 hex, due now.
+func limitTask(i int, now time.Time) (*asynq.Task, []asynq.Option) {
+	id := scheduleID(i)
+	sum := sha256.Sum256([]byte(id + ":" + strconv.FormatInt(now.Unix(), 10)))
+	key := hex.EncodeToString(sum[:])
+	p := queue.TaskPayload{IdempotencyKey: key, ScheduleID: id, RunAt: now.UTC(), FireAt: now.UTC(),
+		WorkflowID: workflowID, Version: version, UserID: "bench", Source: model.SourceSchedule}
+	payload, _ := p.Encode()
+	return asynq.NewTask(queue.TaskTypeRun, []byte(payload)), []asynq.Option{
+		asynq.TaskID(key), asynq.Queue(limitQueue),
+		asynq.Retention(queue.TaskRetentionDefault), asynq.MaxRetry(queue.TaskMaxRetryDefault),
+		asynq.Timeout(5 * time.Minute),
+	}
+}
+
+// limit measures raw asynq: the enqueue rate with 8/32/64 concurrent
+// clients (best of), then the drain rate of one asynq server with a no-op
+// handler over the tasks of the last enqueue run.
+func (b *bench) limit(ctx context.Context) (*limitResult, error) {
+	e := b.e
+	n := b.cfg.limitN
+	res := &limitResult{n: n, rates: map[int]float64{}, redisCPU: map[int]float64{}, drainConc: b.cfg.launchConc}
+	now := time.Now()
+	for _, c := range b.cfg.limitClients {
+		if err := e.flush(ctx); err != nil {
+			return nil, err
+		}
+		client := asynq.NewClient(asynq.RedisClientOpt{Addr: e.redisAddr, PoolSize: c})
+		rc0 := redisCPU(ctx, e.rdb)
+		start := time.Now()
+		err := forEach(ctx, n, c, func(ctx context.Context, i int) error {
+			t, opts := limitTask(i, now)
+			_, err := client.EnqueueContext(ctx, t, opts...)
+			return err
+		})
+		el := time.Since(start)
+		res.redisCPU[c] = (redisCPU(ctx, e.rdb) - rc0).Seconds() / el.Seconds()
+		client.Close()
+		if err != nil {
+			return nil, fmt.Errorf("raw enqueue with %d clients: %w", c, err)
+		}
+		res.rates[c] = float64(n) / el.Seconds()
+		e.logf("limit: %d enqueues with %d clients: %.0f/s", n, c, res.rates[c])
+		if res.rates[c] > res.best {
+			res.best, res.bestClients = res.rates[c], c
+		}
+	}
+
+	// Drain what the last run enqueued.
+	var (
+		count       atomic.Int64
+		first, last atomic.Int64
+	)
+	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.redisAddr}, asynq.Config{
+		Concurrency: b.cfg.launchConc,
+		Queues:      map[string]int{limitQueue: 1},
+		LogLevel:    asynq.ErrorLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(queue.TaskTypeRun, func(context.Context, *asynq.Task) error {
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		if count.Add(1) == int64(n) {
+			last.Store(now)
+		}
+		return nil
+	})
+	if err := srv.Start(mux); err != nil {
+		return nil, fmt.Errorf("start drain server: %w", err)
+	}
+	defer srv.Shutdown()
+	deadline := time.Now().Add(30*time.Second + time.Duration(n/1000)*time.Second)
+	for count.Load() < int64(n) && time.Now().Before(deadline) {
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	res.drained = count.Load()
+	if l := last.Load(); l > 0 {
+		res.drain = float64(n-1) / time.Duration(l-first.Load()).Seconds()
+	}
+	e.logf("limit: drained %d no-op tasks at %.0f/s", res.drained, res.drain)
+	return res, nil
+}

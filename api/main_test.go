@@ -171,7 +171,7 @@ func (b *testBundle) commitRun(t *testing.T, id string) string {
 		}
 	}
 	require.NotNil(t, d, "schedule %s is not due", id)
-	rec, err := queue.DecodeDef(id, d.Def)
+	rec, err := queue.DecodeDef(id, d.Hash)
 	require.NoError(t, err)
 	sched, err := rec.Compile()
 	require.NoError(t, err)

@@ -1,79 +1,119 @@
 package queue
 
 import (
-	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
 )
 
-// storedDef is the compact form of a schedule definition in its hash's
-// "def" field: one-letter keys, times as Unix milliseconds, empty values
-// left out. The id is in the key, and paused/next live in their own
-// fields. Compactness matters: there is one per schedule, and a hash this
-// small stays in Redis's listpack encoding.
-type storedDef struct {
-	Owner        string              `json:"o,omitempty"`
-	Kind         model.Kind          `json:"k,omitempty"`
-	Target       model.Target        `json:"t,omitempty"`
-	WorkflowID   string              `json:"w,omitempty"`
-	Version      model.Version       `json:"v,omitempty"`
-	UserID       string              `json:"u,omitempty"`
-	CronExpr     string              `json:"c,omitempty"`
-	Dialect      model.Dialect       `json:"d,omitempty"`
-	Timezone     string              `json:"z,omitempty"`
-	EverySeconds int64               `json:"e,omitempty"`
-	FireAt       *int64              `json:"f,omitempty"`
-	StartAt      *int64              `json:"s,omitempty"`
-	EndAt        *int64              `json:"x,omitempty"`
-	JitterMs     int64               `json:"j,omitempty"`
-	Overlap      model.OverlapPolicy `json:"op,omitempty"`
-	Catchup      model.CatchupPolicy `json:"cp,omitempty"`
-	Anchor       int64               `json:"a,omitempty"`
-	CreatedAt    int64               `json:"cr,omitempty"`
-	UpdatedAt    int64               `json:"up,omitempty"`
-}
+// A schedule's definition is stored as short fields of its hash, one per
+// record field, each left out when empty: one field per value keeps every
+// value small, so Redis keeps the hash in its compact listpack encoding
+// (values up to hash-max-listpack-value, 64 bytes by default) — a single
+// JSON field would push it to a hashtable at ~40% more memory. Times are
+// Unix milliseconds. The id is in the key; paused, next, inflight, held and
+// ver (bumped on every definition write, the compare-and-set token of
+// upserts) are fields of the same hash.
+var defFields = []string{"o", "k", "t", "w", "v", "u", "c", "d", "z", "e", "f", "s", "x", "j", "op", "cp", "a", "cr", "up"}
 
-func msPtr(t *time.Time) *int64 {
-	if t == nil {
-		return nil
+func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
+
+// encodeDef returns the definition's non-empty fields as field, value pairs
+// in defFields order (not Paused or NextRunAt).
+func encodeDef(r *model.ScheduleRecord) []string {
+	var out []string
+	add := func(f, v string) {
+		if v != "" {
+			out = append(out, f, v)
+		}
 	}
-	v := ms(*t)
-	return &v
-}
-
-func timePtr(v *int64) *time.Time {
-	if v == nil {
-		return nil
+	opt := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return msString(*t)
 	}
-	t := fromMS(*v)
-	return &t
-}
-
-// encodeDef stores a record's definition (not Paused or NextRunAt).
-func encodeDef(r *model.ScheduleRecord) (string, error) {
-	b, err := json.Marshal(storedDef{
-		Owner: r.Owner, Kind: r.Kind, Target: r.Target, WorkflowID: r.WorkflowID, Version: r.Version,
-		UserID: r.UserID, CronExpr: r.CronExpr, Dialect: r.Dialect, Timezone: r.Timezone,
-		EverySeconds: r.EverySeconds, FireAt: msPtr(r.FireAt), StartAt: msPtr(r.StartAt), EndAt: msPtr(r.EndAt),
-		JitterMs: r.JitterMs, Overlap: r.OverlapPolicy, Catchup: r.CatchupPolicy,
-		Anchor: ms(r.Anchor), CreatedAt: ms(r.CreatedAt), UpdatedAt: ms(r.UpdatedAt),
-	})
-	return string(b), err
-}
-
-// DecodeDef parses a stored definition of schedule id.
-func DecodeDef(id, def string) (*model.ScheduleRecord, error) {
-	var d storedDef
-	if err := json.Unmarshal([]byte(def), &d); err != nil {
-		return nil, fmt.Errorf("decode stored schedule %s: %w", id, err)
+	num := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
 	}
-	return &model.ScheduleRecord{
-		ID: id, Owner: d.Owner, Kind: d.Kind, Target: d.Target, WorkflowID: d.WorkflowID, Version: d.Version,
-		UserID: d.UserID, CronExpr: d.CronExpr, Dialect: d.Dialect, Timezone: d.Timezone,
-		EverySeconds: d.EverySeconds, FireAt: timePtr(d.FireAt), StartAt: timePtr(d.StartAt), EndAt: timePtr(d.EndAt),
-		JitterMs: d.JitterMs, OverlapPolicy: d.Overlap, CatchupPolicy: d.Catchup,
-		Anchor: fromMS(d.Anchor), CreatedAt: fromMS(d.CreatedAt), UpdatedAt: fromMS(d.UpdatedAt),
-	}, nil
+	add("o", r.Owner)
+	add("k", string(r.Kind))
+	add("t", string(r.Target))
+	add("w", r.WorkflowID)
+	add("v", string(r.Version))
+	add("u", r.UserID)
+	add("c", r.CronExpr)
+	add("d", string(r.Dialect))
+	add("z", r.Timezone)
+	add("e", num(r.EverySeconds))
+	add("f", opt(r.FireAt))
+	add("s", opt(r.StartAt))
+	add("x", opt(r.EndAt))
+	add("j", num(r.JitterMs))
+	add("op", string(r.OverlapPolicy))
+	add("cp", string(r.CatchupPolicy))
+	add("a", msString(r.Anchor))
+	add("cr", msString(r.CreatedAt))
+	add("up", msString(r.UpdatedAt))
+	return out
+}
+
+// defString is a canonical string of a stored definition: equal strings,
+// equal definitions. The scheduler caches compiled schedules by it.
+func defString(h map[string]string) string {
+	var b strings.Builder
+	for _, f := range defFields {
+		b.WriteString(h[f])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// DecodeDef builds the record of schedule id from its hash fields.
+func DecodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
+	var bad string
+	num := func(f string) int64 {
+		if h[f] == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(h[f], 10, 64)
+		if err != nil {
+			bad = f
+		}
+		return n
+	}
+	opt := func(f string) *time.Time {
+		if h[f] == "" {
+			return nil
+		}
+		t := fromMS(num(f))
+		return &t
+	}
+	r := &model.ScheduleRecord{
+		ID: id, Owner: h["o"], Kind: model.Kind(h["k"]), Target: model.Target(h["t"]),
+		WorkflowID: h["w"], Version: model.Version(h["v"]), UserID: h["u"], CronExpr: h["c"],
+		Dialect: model.Dialect(h["d"]), Timezone: h["z"], EverySeconds: num("e"),
+		FireAt: opt("f"), StartAt: opt("s"), EndAt: opt("x"), JitterMs: num("j"),
+		OverlapPolicy: model.OverlapPolicy(h["op"]), CatchupPolicy: model.CatchupPolicy(h["cp"]),
+		Anchor: fromMS(num("a")), CreatedAt: fromMS(num("cr")), UpdatedAt: fromMS(num("up")),
+	}
+	if bad != "" {
+		return nil, fmt.Errorf("decode stored schedule %s: field %s is not a number: %q", id, bad, h[bad])
+	}
+	return r, nil
+}
+
+// pairsToMap turns field, value pairs into a map.
+func pairsToMap(pairs []string) map[string]string {
+	m := make(map[string]string, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]] = pairs[i+1]
+	}
+	return m
 }

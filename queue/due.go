@@ -15,8 +15,11 @@ import (
 // plan is computed from.
 type DueSchedule struct {
 	ID string
-	// Def is the stored definition; "" when the schedule vanished.
-	Def string
+	// Hash is the schedule's hash (definition and state); nil when the
+	// schedule vanished. Def is its definition in canonical form, a key
+	// for caching what is derived from it.
+	Hash map[string]string
+	Def  string
 	// Next is the next planned fire time not yet emitted; zero if none.
 	Next time.Time
 	// NextRaw and Inflight are compared by Commit.
@@ -32,9 +35,19 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 	if err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}
-	out := make([]DueSchedule, 0, len(res)/4)
-	for i := 0; i+3 < len(res); i += 4 {
-		d := DueSchedule{ID: res[i], Def: res[i+1], NextRaw: res[i+2], Inflight: res[i+3]}
+	var out []DueSchedule
+	for i := 0; i+1 < len(res); {
+		n, err := strconv.Atoi(res[i+1])
+		if err != nil || i+2+n > len(res) {
+			return nil, fmt.Errorf("read due schedules of shard %d: malformed reply", shard)
+		}
+		d := DueSchedule{ID: res[i]}
+		if n > 0 {
+			d.Hash = pairsToMap(res[i+2 : i+2+n])
+			d.Def = defString(d.Hash)
+			d.NextRaw, d.Inflight = d.Hash["next"], d.Hash["inflight"]
+		}
+		i += 2 + n
 		if d.NextRaw != "" {
 			n, err := strconv.ParseInt(d.NextRaw, 10, 64)
 			if err != nil {

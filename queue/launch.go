@@ -32,13 +32,13 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 	}
 	var (
 		st    *redis.StringCmd
-		sched *redis.SliceCmd
+		sched *redis.MapStringStringCmd
 		dag   *redis.StringCmd
 	)
 	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		st = pl.HGet(ctx, runKey(sh, p.IdempotencyKey), "st")
 		if p.ScheduleID != "" {
-			sched = pl.HMGet(ctx, scheduleKey(sh, p.ScheduleID), "def", "next", "paused")
+			sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
 		}
 		dag = pl.Get(ctx, workflowKey(p.WorkflowID, p.Version))
 		return nil
@@ -49,7 +49,7 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 	var ls LaunchState
 	ls.Status = model.RunStatus(st.Val())
 	if sched != nil {
-		rec, err := s.recordFromFields(p.ScheduleID, sched.Val())
+		rec, err := s.recordFromHash(p.ScheduleID, sched.Val())
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}

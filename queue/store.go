@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -88,19 +89,17 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	skey := scheduleKey(sh, rec.ID)
 	for attempt := 0; attempt < 10; attempt++ {
 		now := s.clock.Now().UTC()
-		v, err := s.rdb.HMGet(ctx, skey, "def", "next", "paused").Result()
+		h, err := s.rdb.HGetAll(ctx, skey).Result()
 		if err != nil {
 			return nil, fmt.Errorf("load schedule %s: %w", rec.ID, err)
 		}
-		curDef, _ := v[0].(string)
-		curNext, _ := v[1].(string)
 		next := *rec
-		created := curDef == ""
+		created := h["ver"] == ""
 		timing := true
 		if created {
 			next.CreatedAt, next.Anchor = now, now.Truncate(time.Second)
 		} else {
-			old, err := DecodeDef(rec.ID, curDef)
+			old, err := DecodeDef(rec.ID, h)
 			if err != nil {
 				return nil, err
 			}
@@ -109,13 +108,13 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			if timing {
 				next.Anchor = now.Truncate(time.Second)
 			}
-			if sameDef(old, &next) {
-				got, err := s.recordFromFields(rec.ID, v)
+			if slices.Equal(encodeDef(old), encodeDef(&next)) {
+				got, err := s.recordFromHash(rec.ID, h)
 				return &UpsertResult{Schedule: got}, err
 			}
 		}
 		next.UpdatedAt = now
-		nextMS := curNext
+		nextMS := h["next"]
 		if timing {
 			sched, err := next.Compile()
 			if err != nil {
@@ -134,31 +133,31 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			}
 			score = scoreString(s.ActScore(&next, fromMS(m)))
 		}
-		def, err := encodeDef(&next)
-		if err != nil {
-			return nil, err
+		pairs := encodeDef(&next)
+		written := pairsToMap(pairs)
+		args := []any{rec.ID, h["ver"], h["next"], nextMS, score}
+		var del []any
+		for _, f := range defFields {
+			if _, ok := written[f]; !ok && h[f] != "" {
+				del = append(del, f)
+			}
 		}
-		ok, err := upsertScript.Run(ctx, s.rdb, []string{skey, dueKey(sh)},
-			rec.ID, curDef, curNext, def, nextMS, score).Int()
+		args = append(args, len(del))
+		args = append(args, del...)
+		for _, v := range pairs {
+			args = append(args, v)
+		}
+		ok, err := upsertScript.Run(ctx, s.rdb, []string{skey, dueKey(sh)}, args...).Int()
 		if err != nil {
 			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 		}
 		if ok == 1 {
-			got, err := s.recordFromFields(rec.ID, []any{def, nextMS, v[2]})
+			written["next"], written["paused"] = nextMS, h["paused"]
+			got, err := s.recordFromHash(rec.ID, written)
 			return &UpsertResult{Schedule: got, Created: created, Changed: true}, err
 		}
 	}
 	return nil, fmt.Errorf("upsert schedule %s: %w: changed concurrently 10 times, retry", rec.ID, ErrConflict)
-}
-
-// sameDef reports whether b would store exactly what a stores, ignoring
-// updated_at.
-func sameDef(a, b *model.ScheduleRecord) bool {
-	x, y := *a, *b
-	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
-	ea, err1 := encodeDef(&x)
-	eb, err2 := encodeDef(&y)
-	return err1 == nil && err2 == nil && ea == eb
 }
 
 func boolArg(b bool) string {
@@ -170,27 +169,26 @@ func boolArg(b bool) string {
 
 // GetSchedule loads one schedule.
 func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleRecord, error) {
-	v, err := s.rdb.HMGet(ctx, scheduleKey(s.shard(id), id), "def", "next", "paused").Result()
+	h, err := s.rdb.HGetAll(ctx, scheduleKey(s.shard(id), id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("load schedule %s: %w", id, err)
 	}
-	return s.recordFromFields(id, v)
+	return s.recordFromHash(id, h)
 }
 
-// recordFromFields builds a record from its hash fields. NextRunAt is the
-// next fire time as a user means it: the earlier of the next time not yet
-// planned and the next fire time after now (runs within the lookahead are
-// planned already but have not fired).
-func (s *Store) recordFromFields(id string, v []any) (*model.ScheduleRecord, error) {
-	def, _ := v[0].(string)
-	if def == "" {
+// recordFromHash builds a record from its hash. NextRunAt is the next fire
+// time as a user means it: the earlier of the next time not yet planned
+// and the next fire time after now (runs within the lookahead are planned
+// already but have not fired).
+func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
+	if h["cr"] == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
-	rec, err := DecodeDef(id, def)
+	rec, err := DecodeDef(id, h)
 	if err != nil {
 		return nil, err
 	}
-	if n, _ := v[1].(string); n != "" {
+	if n := h["next"]; n != "" {
 		if m, err := strconv.ParseInt(n, 10, 64); err == nil {
 			t := fromMS(m)
 			if sched, err := rec.Compile(); err == nil {
@@ -201,8 +199,7 @@ func (s *Store) recordFromFields(id string, v []any) (*model.ScheduleRecord, err
 			rec.NextRunAt = &t
 		}
 	}
-	p, _ := v[2].(string)
-	rec.Paused = p != ""
+	rec.Paused = h["paused"] != ""
 	return rec, nil
 }
 
@@ -298,10 +295,10 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		nextCursor = fmt.Sprintf("%d:%d:%d", sh, zc, skip)
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
-	cmds := make([]*redis.SliceCmd, len(ids))
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, scheduleKey(s.shard(id), id), "def", "next", "paused")
+			cmds[i] = p.HGetAll(ctx, scheduleKey(s.shard(id), id))
 		}
 		return nil
 	})
@@ -309,7 +306,7 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		return nil, "", fmt.Errorf("list schedules: %w", err)
 	}
 	for i, id := range ids {
-		rec, err := s.recordFromFields(id, cmds[i].Val())
+		rec, err := s.recordFromHash(id, cmds[i].Val())
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted between scan and load
 		}

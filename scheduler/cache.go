@@ -26,7 +26,9 @@ func newCompileCache(max int) *compileCache {
 	return &compileCache{max: max, m: make(map[string]*compiled)}
 }
 
-func (c *compileCache) get(def string) (*compiled, error) {
+// get returns the compiled schedule of a due schedule's definition, keyed
+// by its canonical form def.
+func (c *compileCache) get(def string, hash map[string]string) (*compiled, error) {
 	c.mu.Lock()
 	v, ok := c.m[def]
 	c.mu.Unlock()
@@ -35,7 +37,7 @@ func (c *compileCache) get(def string) (*compiled, error) {
 	}
 	// Schedules with equal definitions share an entry, so the record's ID
 	// is left empty: planning takes the id from the due member.
-	rec, err := queue.DecodeDef("", def)
+	rec, err := queue.DecodeDef("", hash)
 	if err != nil {
 		return nil, err
 	}

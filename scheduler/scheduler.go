@@ -375,10 +375,10 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 // rather than retried forever.
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, planStats, error) {
 	stale := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
-	if d.Def == "" {
+	if d.Hash == nil {
 		return stale, planStats{}, nil // deleted: Commit drops the member
 	}
-	c, err := s.cache.get(d.Def)
+	c, err := s.cache.get(d.Def, d.Hash)
 	if err != nil {
 		return stale, planStats{}, err
 	}

@@ -30,7 +30,7 @@ for p = 1, tonumber(ARGV[6]) do
   local hold, nRuns = ARGV[i + 7], tonumber(ARGV[i + 8])
   i = i + 9
   local skey = pfx .. 'sched:' .. id
-  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'def')
+  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'ver')
   if cur[5] and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
     local hkey = pfx .. 'runs:' .. id
     for r = 1, nRuns do

@@ -252,7 +252,7 @@ func (b *bench) notes() []string {
 	}
 	note("burst", "Burst: schedules are registered through `queue.Store.UpsertSchedule` (64 goroutines) as `S M H * * *` in UTC, all due at one second, before `chronos scheduler` processes (LOOKAHEAD_MS=0, TICK_MS="+fmt.Sprint(b.cfg.tickMS)+", no launcher) start; Redis is flushed between scenarios. "+
 		"\"In asynq\" times come from polling LLEN of asynq's pending list every 2 ms (the moment each task is visible; same method for asynq.Scheduler). "+
-		"Run-record drift is `enqueued_at − run_at` as recorded: `enqueued_at` is the tick's clock reading when the tick started, the same for every page, so it understates late enqueues. "+
+		"Run-record drift is `enqueued_at − run_at` as recorded: `enqueued_at` is the clock reading when the page's commit (which writes the task) was sent. "+
 		"Exactly once: every schedule's runs are read back (`ListRuns`), each must be the one run planned at the due second, its idempotency key must be an asynq task, and the queue must hold N tasks after one more tick.")
 	note("dup", "Dup: the chronos side is a burst with that many scheduler processes; the asynq.Scheduler replicas are started at one instant and measured at their first boundary, duplicates counted per entry from the pending tasks' payloads.")
 	note("peer", "Peer: each asynq.Scheduler replica is a child process of this program (RSS from /proc/self/status, peak = VmHWM), measured at the first boundary of its spec with the same LLEN polling as the bursts.")

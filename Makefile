@@ -17,7 +17,8 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-## bench: micro-benchmarks of the engine, then the load harness (scripts/bench).
+## bench: micro-benchmarks of the engine, then the load harness (scripts/bench;
+## BENCH_FLAGS=-quick for a short run, -million for 1M schedules).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./model/
 	$(GO) run ./scripts/bench $(BENCH_FLAGS)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 func TestPreviewCommand(t *testing.T) {
@@ -37,26 +39,36 @@ func TestPreviewCommandRejectsBadInput(t *testing.T) {
 	}
 }
 
-// chronos dev serves the API, fires a schedule on the embedded Redis
-// through the demo executor, serves asynqmon and metrics, and shuts down
-// cleanly on cancel.
+// chronos dev (embedded Redis) and chronos all (a real redis-server) serve
+// the API, fire a schedule through the demo executor, serve asynqmon and
+// metrics, and shut down cleanly on cancel.
 func TestDevRunsAScheduleEndToEnd(t *testing.T) {
 	t.Parallel()
+	runEndToEnd(t, "dev", "--http-addr", "127.0.0.1:0", "--tick-ms", "100", "--log-level", "warn")
+}
+
+func TestAllRunsAScheduleEndToEnd(t *testing.T) {
+	t.Parallel()
+	r := queuetest.StartRedis(t)
+	runEndToEnd(t, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--log-level", "warn")
+}
+
+func runEndToEnd(t *testing.T, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- execute(ctx, []string{"dev", "--http-addr", "127.0.0.1:0", "--tick-ms", "100", "--log-level", "warn"},
-			&Env{Stdout: io.Discard, Stderr: io.Discard, Ready: ready})
+		done <- execute(ctx, args, &Env{Stdout: io.Discard, Stderr: io.Discard, Ready: ready})
 	}()
 	var base string
 	select {
 	case addr := <-ready:
 		base = "http://" + addr
 	case err := <-done:
-		t.Fatalf("chronos dev exited: %v", err)
+		t.Fatalf("chronos %s exited: %v", args[0], err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("chronos dev did not start")
+		t.Fatalf("chronos %s did not start", args[0])
 	}
 	t.Cleanup(func() {
 		cancel()

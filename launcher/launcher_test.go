@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,49 +141,38 @@ func TestHTTPExecutor(t *testing.T) {
 	require.Equal(t, model.RunSuccess, run.Status)
 }
 
-func TestHTTPExecutorRetriesThenFails(t *testing.T) {
-	t.Parallel()
-	var (
-		mu    sync.Mutex
-		calls int
-	)
+// failingExecutor is an executor service that answers every call with
+// status and counts the calls.
+func failingExecutor(t *testing.T, status int) (url string, calls func() int) {
+	t.Helper()
+	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		mu.Unlock()
-		http.Error(w, "boom", http.StatusServiceUnavailable)
+		n.Add(1)
+		http.Error(w, "executor says no", status)
 	}))
 	t.Cleanup(srv.Close)
-	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second, 4), &queue.Config{TaskMaxRetry: 1})
+	return srv.URL, func() int { return int(n.Load()) }
+}
+
+func TestHTTPExecutorRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	url, calls := failingExecutor(t, http.StatusServiceUnavailable)
+	b := setup(t, NewHTTPExecutor(url, 5*time.Second, 4), &queue.Config{TaskMaxRetry: 1})
 	b.manual(t, "key-4", true)
 	run := b.waitStatus(t, "", "key-4", model.RunFailed)
 	require.Contains(t, run.Error, "after 2 attempts")
 	require.Contains(t, run.Error, "503")
-	mu.Lock()
-	require.Equal(t, 2, calls)
-	mu.Unlock()
+	require.Equal(t, 2, calls())
 }
 
 func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
 	t.Parallel()
-	var (
-		mu    sync.Mutex
-		calls int
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		mu.Unlock()
-		http.Error(w, "bad dag", http.StatusUnprocessableEntity)
-	}))
-	t.Cleanup(srv.Close)
-	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second, 4), nil)
+	url, calls := failingExecutor(t, http.StatusUnprocessableEntity)
+	b := setup(t, NewHTTPExecutor(url, 5*time.Second, 4), nil)
 	b.manual(t, "key-5", true)
 	run := b.waitStatus(t, "", "key-5", model.RunFailed)
 	require.Contains(t, run.Error, "422")
-	mu.Lock()
-	require.Equal(t, 1, calls)
-	mu.Unlock()
+	require.Equal(t, 1, calls())
 }
 
 // Runs are enqueued ahead of their time; one whose schedule was deleted,

@@ -14,9 +14,10 @@ import (
 // value small, so Redis keeps the hash in its compact listpack encoding
 // (values up to hash-max-listpack-value, 64 bytes by default) — a single
 // JSON field would push it to a hashtable at ~40% more memory. Times are
-// Unix milliseconds. The id is in the key; paused, next, inflight, held and
-// ver (bumped on every definition write, the compare-and-set token of
-// upserts) are fields of the same hash.
+// Unix milliseconds. The id is in the key; paused, next, inflight, held,
+// tk (a digest of the timing, which tells an upsert whether to keep the
+// next fire time) and ver (bumped on every definition write) are fields of
+// the same hash.
 var defFields = []string{"o", "k", "t", "w", "v", "u", "c", "d", "z", "e", "f", "s", "x", "j", "op", "cp", "a", "cr", "up"}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }

@@ -8,7 +8,7 @@
 // shard share the hash tag "{sNN}":
 //
 //	chronos:{s07}:due            ZSET  schedule id -> act time (ms); +inf when paused, held or retired
-//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), ver, next (ms), paused, inflight (key), held
+//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held
 //	chronos:{s07}:runs:<id>      ZSET  idempotency key -> run_at (ms), the last N runs
 //	chronos:{s07}:run:<key>      HASH  one run record (see runFields)
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -80,84 +80,68 @@ type UpsertResult struct {
 }
 
 // UpsertSchedule creates the schedule or updates it in place, keeping its
-// run history. rec must have passed Validate. An upsert whose body equals
-// the stored one changes nothing (not even updated_at). When the timing
-// changes, the next fire time is recomputed from now; @every and "every"
-// schedules re-anchor at now.
+// run history, in one round trip. rec must have passed Validate. An upsert
+// whose body equals the stored one changes nothing (not even updated_at).
+// When the timing changes, the next fire time is recomputed from now;
+// @every and "every" schedules re-anchor at now.
 func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (*UpsertResult, error) {
 	sh := s.shard(rec.ID)
-	skey := scheduleKey(sh, rec.ID)
-	for attempt := 0; attempt < 10; attempt++ {
-		now := s.clock.Now().UTC()
-		h, err := s.rdb.HGetAll(ctx, skey).Result()
-		if err != nil {
-			return nil, fmt.Errorf("load schedule %s: %w", rec.ID, err)
-		}
-		next := *rec
-		created := h["ver"] == ""
-		timing := true
-		if created {
-			next.CreatedAt, next.Anchor = now, now.Truncate(time.Second)
-		} else {
-			old, err := DecodeDef(rec.ID, h)
-			if err != nil {
-				return nil, err
-			}
-			next.CreatedAt, next.UpdatedAt, next.Anchor = old.CreatedAt, old.UpdatedAt, old.Anchor
-			timing = old.TimingKey() != next.TimingKey()
-			if timing {
-				next.Anchor = now.Truncate(time.Second)
-			}
-			if slices.Equal(encodeDef(old), encodeDef(&next)) {
-				got, err := s.recordFromHash(rec.ID, h)
-				return &UpsertResult{Schedule: got}, err
-			}
-		}
-		next.UpdatedAt = now
-		nextMS := h["next"]
-		if timing {
-			sched, err := next.Compile()
-			if err != nil {
-				return nil, err
-			}
-			nextMS = ""
-			if t := sched.Next(now); !t.IsZero() {
-				nextMS = strconv.FormatInt(ms(t), 10)
-			}
-		}
-		score := "+inf"
-		if nextMS != "" {
-			m, err := strconv.ParseInt(nextMS, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("schedule %s: corrupt next %q", rec.ID, nextMS)
-			}
-			score = scoreString(s.ActScore(&next, fromMS(m)))
-		}
-		pairs := encodeDef(&next)
-		written := pairsToMap(pairs)
-		args := []any{rec.ID, h["ver"], h["next"], nextMS, score}
-		var del []any
-		for _, f := range defFields {
-			if _, ok := written[f]; !ok && h[f] != "" {
-				del = append(del, f)
-			}
-		}
-		args = append(args, len(del))
-		args = append(args, del...)
-		for _, v := range pairs {
-			args = append(args, v)
-		}
-		ok, err := upsertScript.Run(ctx, s.rdb, []string{skey, dueKey(sh)}, args...).Int()
-		if err != nil {
-			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
-		}
-		if ok == 1 {
-			written["next"], written["paused"] = nextMS, h["paused"]
-			got, err := s.recordFromHash(rec.ID, written)
-			return &UpsertResult{Schedule: got, Created: created, Changed: true}, err
+	now := s.clock.Now().UTC()
+	next := *rec
+	next.Anchor, next.CreatedAt, next.UpdatedAt = now.Truncate(time.Second), now, now
+	sched, err := next.Compile()
+	if err != nil {
+		return nil, err
+	}
+	nextMS := ""
+	if t := sched.Next(now); !t.IsZero() {
+		nextMS = strconv.FormatInt(ms(t), 10)
+	}
+	// The script owns a, cr and up: they depend on what is stored.
+	var pairs []string
+	sent := map[string]bool{"a": true, "cr": true, "up": true}
+	all := encodeDef(&next)
+	for i := 0; i < len(all); i += 2 {
+		if !sent[all[i]] {
+			pairs = append(pairs, all[i], all[i+1])
+			sent[all[i]] = true
 		}
 	}
-	return nil, fmt.Errorf("upsert schedule %s: %w: changed concurrently 10 times, retry", rec.ID, ErrConflict)
+	var left []any
+	for _, f := range defFields {
+		if !sent[f] {
+			left = append(left, f)
+		}
+	}
+	// ActScore's offset from next, which the script applies to the next
+	// time it keeps or sets.
+	offset := int64(s.ActScore(&next, time.UnixMilli(0)))
+	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), -offset, len(left)}
+	args = append(args, left...)
+	for _, v := range pairs {
+		args = append(args, v)
+	}
+	res, err := upsertScript.Run(ctx, s.rdb, []string{scheduleKey(sh, rec.ID), dueKey(sh)}, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+	}
+	code, _ := res[0].(int64)
+	raw, _ := res[1].([]any)
+	h := make(map[string]string, len(raw)/2)
+	for i := 0; i+1 < len(raw); i += 2 {
+		k, _ := raw[i].(string)
+		v, _ := raw[i+1].(string)
+		h[k] = v
+	}
+	got, err := s.recordFromHash(rec.ID, h)
+	return &UpsertResult{Schedule: got, Created: code == 2, Changed: code != 0}, err
+}
+
+// timingHash is a short digest of the record's TimingKey.
+func timingHash(r *model.ScheduleRecord) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(r.TimingKey()))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 func boolArg(b bool) string {

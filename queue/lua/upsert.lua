@@ -1,34 +1,65 @@
--- Create or update a schedule's definition, compare-and-set on its
--- definition version and next fire time, so a concurrent upsert or
--- scheduler commit is never overwritten.
+-- Create or update a schedule's definition in one round trip. The caller
+-- computed the next fire time as if the timing were new; the script keeps
+-- the stored next time (and anchor) when the timing key is unchanged, so a
+-- concurrent scheduler commit is never undone. A body equal to the stored
+-- one changes nothing, not even updated_at.
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> due zset
 -- ARGV[1] -> schedule id
--- ARGV[2] -> definition version the caller read ("" = must not exist yet)
--- ARGV[3] -> next fire time (ms) the caller read ("" = none)
--- ARGV[4] -> new next fire time in ms ("" = no future time)
--- ARGV[5] -> new act score for the due zset
--- ARGV[6] -> n, the number of definition fields to delete, then their names
--- ARGV[7+n..] -> the new definition's field, value pairs
--- Output: 1 written, 0 changed under the caller (re-read and retry)
-local cur = redis.call('HMGET', KEYS[1], 'ver', 'next', 'paused', 'held')
-if (cur[1] or '') ~= ARGV[2] or (cur[2] or '') ~= ARGV[3] then
-  return 0
+-- ARGV[2] -> now, ms (created_at / updated_at)
+-- ARGV[3] -> anchor, ms (used when the timing is new)
+-- ARGV[4] -> next fire time in ms if the timing is new ("" = none)
+-- ARGV[5] -> timing key (equal keys, equal fire times)
+-- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
+-- ARGV[7] -> n, the number of definition fields the new body leaves out,
+--            then their names
+-- ARGV[8+n..] -> the new definition's field, value pairs
+-- Output: {0 unchanged | 1 updated | 2 created, the hash as field, value pairs}
+local n = tonumber(ARGV[7])
+local first = 8 + n
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+if exists then
+  local same = true
+  for i = first, #ARGV, 2 do
+    if redis.call('HGET', KEYS[1], ARGV[i]) ~= ARGV[i + 1] then
+      same = false
+      break
+    end
+  end
+  for i = 8, 7 + n do
+    if same and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
+      same = false
+    end
+  end
+  if same then
+    return {0, redis.call('HGETALL', KEYS[1])}
+  end
 end
-local n = tonumber(ARGV[6])
+local timing = not exists or redis.call('HGET', KEYS[1], 'tk') ~= ARGV[5]
 if n > 0 then
-  redis.call('HDEL', KEYS[1], unpack(ARGV, 7, 6 + n))
+  redis.call('HDEL', KEYS[1], unpack(ARGV, 8, 7 + n))
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 7 + n))
+redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-if ARGV[4] == '' then
-  redis.call('HDEL', KEYS[1], 'next')
-else
-  redis.call('HSET', KEYS[1], 'next', ARGV[4])
+if not exists then
+  redis.call('HSET', KEYS[1], 'cr', ARGV[2])
 end
-if cur[3] or cur[4] or ARGV[4] == '' then
+if timing then
+  redis.call('HSET', KEYS[1], 'a', ARGV[3])
+  if ARGV[4] == '' then
+    redis.call('HDEL', KEYS[1], 'next')
+  else
+    redis.call('HSET', KEYS[1], 'next', ARGV[4])
+  end
+end
+local s = redis.call('HMGET', KEYS[1], 'next', 'paused', 'held')
+if s[1] and not s[2] and not s[3] then
+  redis.call('ZADD', KEYS[2], tonumber(s[1]) - tonumber(ARGV[6]), ARGV[1])
+else
   redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
-else
-  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 end
-return 1
+local code = 1
+if not exists then
+  code = 2
+end
+return {code, redis.call('HGETALL', KEYS[1])}

@@ -22,6 +22,7 @@ import (
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
+	"github.com/chronos-sched/chronos/scheduler"
 )
 
 func TestMain(m *testing.M) {
@@ -155,39 +156,22 @@ type detail struct {
 	RecentRuns []*model.Run `json:"recent_runs"`
 }
 
-// commitRun moves the clock to the schedule's next planned run and
-// records that run as the scheduler would (ReadDue, then Commit),
-// advancing the schedule; it returns the run's key.
+// commitRun moves the clock to the schedule's next fire time and lets a
+// scheduler tick its shard, which records that run; it returns the run's
+// key.
 func (b *testBundle) commitRun(t *testing.T, id string) string {
 	t.Helper()
 	ctx := context.Background()
-	sh := queue.ShardOf(id, b.store.Config().Shards)
-	due, err := b.store.ReadDue(ctx, sh, t0.AddDate(10, 0, 0), 1000)
+	rec, err := b.store.GetSchedule(ctx, id)
 	require.NoError(t, err)
-	var d *queue.DueSchedule
-	for i := range due {
-		if due[i].ID == id {
-			d = &due[i]
-		}
-	}
-	require.NotNil(t, d, "schedule %s is not due", id)
-	rec, err := queue.DecodeDef(id, d.Hash)
+	require.NotNil(t, rec.NextRunAt, "schedule %s has no next run", id)
+	at := *rec.NextRunAt
+	b.clock.Set(at)
+	s, err := scheduler.New(b.store, nil, nil, nil)
 	require.NoError(t, err)
-	sched, err := rec.Compile()
-	require.NoError(t, err)
-	next := sched.Next(d.Next)
-	b.clock.Set(d.Next)
-	key := model.IdempotencyKey(id, d.Next)
-	task := queue.TaskPayload{IdempotencyKey: key, ScheduleID: id, RunAt: d.Next, FireAt: d.Next,
-		WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID, Source: model.SourceSchedule}
-	payload, err := task.Encode()
-	require.NoError(t, err)
-	applied, err := b.store.Commit(ctx, sh, b.clock.Now(), []queue.Plan{{
-		ID: id, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight,
-		NewNext: next, NewScore: b.store.ActScore(rec, next),
-		Runs: []queue.PlannedRun{{Key: key, RunAt: d.Next, FireAt: d.Next, Status: model.RunEnqueued, Payload: payload, Task: task}},
-	}})
-	require.NoError(t, err)
-	require.Equal(t, []bool{true}, applied)
+	require.NoError(t, s.TickShard(ctx, queue.ShardOf(id, b.store.Config().Shards)))
+	key := model.IdempotencyKey(id, at)
+	_, err = b.store.GetScheduleRun(ctx, id, key)
+	require.NoError(t, err, "the tick recorded no run at %s", at)
 	return key
 }

@@ -44,8 +44,35 @@ type server struct {
 // mounts neither /metrics nor /monitoring: cmd adds those to the returned
 // Echo (e.g. e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))).
 func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+	s, e := newServer(store, cfg, logger, reg)
+	e.GET("/openapi.json", s.openapi)
+	e.GET("/v1/preview", s.preview)
+	e.POST("/schedules/upsert", s.upsertSchedule)
+	e.POST("/schedules/pause", s.pauseSchedule)
+	e.GET("/schedules", s.listSchedules)
+	e.GET("/schedules/:id", s.getSchedule)
+	e.DELETE("/schedules/:id", s.deleteSchedule)
+	e.GET("/schedules/:id/runs", s.listRuns)
+	e.GET("/runs/:idempotency_key", s.getRun)
+	e.POST("/runs/:idempotency_key/status", s.reportStatus)
+	e.POST("/run-launcher/start", s.startManualRun)
+	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
+	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
+	return e
+}
+
+// Probes returns an Echo serving only GET /healthz and GET /readyz, with
+// the API's error handling, logging and metrics: the HTTP surface of the
+// scheduler and launcher processes. Its arguments are New's.
+func Probes(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+	_, e := newServer(store, cfg, logger, reg)
+	return e
+}
+
+// newServer builds the handlers' shared state and an Echo with the probes.
+func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*server, *echo.Echo) {
 	if store == nil {
-		panic("api: New needs a store")
+		panic("api: needs a store")
 	}
 	if err := cfg.Validate(); err != nil {
 		panic("api: invalid config: " + err.Error())
@@ -68,20 +95,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/openapi.json", s.openapi)
-	e.GET("/v1/preview", s.preview)
-	e.POST("/schedules/upsert", s.upsertSchedule)
-	e.POST("/schedules/pause", s.pauseSchedule)
-	e.GET("/schedules", s.listSchedules)
-	e.GET("/schedules/:id", s.getSchedule)
-	e.DELETE("/schedules/:id", s.deleteSchedule)
-	e.GET("/schedules/:id/runs", s.listRuns)
-	e.GET("/runs/:idempotency_key", s.getRun)
-	e.POST("/runs/:idempotency_key/status", s.reportStatus)
-	e.POST("/run-launcher/start", s.startManualRun)
-	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
-	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
-	return e
+	return s, e
 }
 
 // httpMetrics are the request metrics.

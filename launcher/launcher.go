@@ -115,28 +115,29 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	started := l.store.Clock().Now()
-	log := l.logger.With("idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
 
 	st, err := l.store.LoadLaunch(ctx, p)
 	if err != nil {
 		return err
 	}
 	if st.Status.Terminal() {
-		log.InfoContext(ctx, "run already finished; not starting it again", "status", st.Status)
+		l.logger.InfoContext(ctx, "run already finished; not starting it again",
+			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "status", st.Status)
 		return nil
 	}
 	l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
 
 	if p.Source == model.SourceSchedule {
 		if reason := stillPlanned(st.Schedule, p); reason != "" {
-			log.InfoContext(ctx, "run skipped", "reason", reason)
+			l.logger.InfoContext(ctx, "run skipped",
+				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
 			return l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason})
 		}
 	}
 	dag := st.DAG
 	if dag == nil {
 		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
-			p.WorkflowID, p.Version, p.WorkflowID, p.Version), true)
+			p.WorkflowID, p.Version, p.WorkflowID, p.Version))
 	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: p.WorkflowID, Version: p.Version,
@@ -146,9 +147,10 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if isPermanent(err) || retried >= maxRetry {
-			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err), true)
+			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err))
 		}
-		log.WarnContext(ctx, "executor failed; asynq will retry", "attempt", retried+1, "err", err)
+		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
+			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
 		return err
 	}
 	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
@@ -176,22 +178,20 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) string {
 	return ""
 }
 
-func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string, final bool) error {
+// fail records the run FAILED and stops asynq from retrying it.
+func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string) error {
 	l.metrics.failedLaunch.Inc()
 	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
 	if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason}); err != nil {
 		return err
 	}
-	if final {
-		return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
-	}
-	return errors.New(reason)
+	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
 }
 
 // report records a status; a run already final (timed out, reported by
 // the executor itself) is left as it is.
 func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
-	_, err := l.store.ReportStatus(ctx, p.ScheduleID, p.IdempotencyKey, u)
+	err := l.store.ReportTaskStatus(ctx, p, u)
 	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
 		l.logger.InfoContext(ctx, "status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)
 		return nil

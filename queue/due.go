@@ -68,9 +68,8 @@ type PlannedRun struct {
 	// Status is ENQUEUED (a task follows) or SKIPPED (recorded only).
 	Status model.RunStatus
 	Error  string
-	// Payload is the encoded Task; set for ENQUEUED runs.
-	Payload string
-	Task    TaskPayload
+	// Task is the asynq payload of an ENQUEUED run.
+	Task TaskPayload
 }
 
 // Plan is what a scheduler decided for one due schedule.
@@ -119,7 +118,10 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 			var msg []byte
 			var processAt int64
 			if r.Status == model.RunEnqueued {
-				msg, processAt = s.asynqTask(r.Payload, &r.Task, now)
+				var err error
+				if msg, processAt, err = s.asynqTask(&r.Task, now); err != nil {
+					return nil, err
+				}
 			}
 			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt)
 		}

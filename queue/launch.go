@@ -26,10 +26,7 @@ type LaunchState struct {
 // LoadLaunch reads a run's status, its schedule and its workflow's DAG in
 // one pipeline.
 func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
-	sh := s.shard(p.ScheduleID)
-	if p.ScheduleID == "" {
-		sh = s.shard(p.IdempotencyKey)
-	}
+	sh := s.taskShard(p)
 	var (
 		st    *redis.StringCmd
 		sched *redis.MapStringStringCmd
@@ -49,7 +46,7 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 	var ls LaunchState
 	ls.Status = model.RunStatus(st.Val())
 	if sched != nil {
-		rec, err := s.recordFromHash(p.ScheduleID, sched.Val())
+		rec, err := scheduleFromHash(p.ScheduleID, sched.Val())
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}

@@ -137,31 +137,48 @@ func (s *Store) UpdateRunStatus(ctx context.Context, scheduleID, key string, u S
 // ReportStatus is UpdateRunStatus without reading the run back; it
 // returns the run's shard.
 func (s *Store) ReportStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (int, error) {
-	var sh int
-	switch {
-	case scheduleID != "":
-		sh = s.shard(scheduleID)
-	default:
+	sh := s.shard(scheduleID)
+	if scheduleID == "" {
 		_, found, err := s.GetRun(ctx, key)
 		if err != nil {
 			return 0, err
 		}
 		sh = found
 	}
+	return sh, s.reportStatus(ctx, sh, key, u)
+}
+
+// ReportTaskStatus records the status of the run a task carries; its
+// shard is known from the task, so no search is needed.
+func (s *Store) ReportTaskStatus(ctx context.Context, p *TaskPayload, u StatusUpdate) error {
+	return s.reportStatus(ctx, s.taskShard(p), p.IdempotencyKey, u)
+}
+
+// taskShard is the shard of a task's run record: its schedule's, or for a
+// manual run its key's.
+func (s *Store) taskShard(p *TaskPayload) int {
+	if p.ScheduleID == "" {
+		return s.shard(p.IdempotencyKey)
+	}
+	return s.shard(p.ScheduleID)
+}
+
+// reportStatus runs the status script on the run's shard.
+func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
 		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now())).Slice()
 	if err != nil {
-		return 0, fmt.Errorf("update run %s: %w", key, err)
+		return fmt.Errorf("update run %s: %w", key, err)
 	}
 	code, _ := res[0].(int64)
 	cur, _ := res[1].(string)
 	switch {
 	case code == -1:
-		return 0, fmt.Errorf("run %s: %w", key, ErrNotFound)
+		return fmt.Errorf("run %s: %w", key, ErrNotFound)
 	case code == 0 && cur != string(u.Status):
-		return 0, fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
+		return fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
 	}
-	return sh, nil
+	return nil
 }
 
 // ManualRun asks for a run outside any schedule (POST /run-launcher/start).
@@ -187,15 +204,14 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 		IdempotencyKey: m.IdempotencyKey, RunAt: m.ScheduledFor.UTC(), FireAt: m.ScheduledFor.UTC(),
 		WorkflowID: m.WorkflowID, Version: m.Version, UserID: m.UserID, Source: model.SourceManual,
 	}
-	payload, err := p.Encode()
-	if err != nil {
-		return nil, false, err
-	}
 	if err := s.publishQueue(ctx); err != nil {
 		return nil, false, err
 	}
 	now := s.clock.Now()
-	msg, processAt := s.asynqTask(payload, &p, now)
+	msg, processAt, err := s.asynqTask(&p, now)
+	if err != nil {
+		return nil, false, err
+	}
 	q := s.cfg.QueueName
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q)},

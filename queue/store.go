@@ -61,15 +61,16 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-// ActScore is when a scheduler should act on a schedule whose next fire
-// time is next: ahead by the lookahead for "allow", on time otherwise, and
-// early by the jitter so a negative offset can still be honoured.
-func (s *Store) ActScore(rec *model.ScheduleRecord, next time.Time) float64 {
-	act := next.Add(-time.Duration(rec.JitterMs) * time.Millisecond)
+// ActLead is how long before a fire time a scheduler acts on it: the
+// lookahead for "allow" (its task is enqueued ahead), nothing for "skip"
+// and "queue" (their overlap is decided when the run is due), plus the
+// jitter so a negative offset can still be honoured.
+func (s *Store) ActLead(rec *model.ScheduleRecord) time.Duration {
+	lead := time.Duration(rec.JitterMs) * time.Millisecond
 	if rec.OverlapPolicy == model.OverlapAllow {
-		act = act.Add(-s.cfg.Lookahead)
+		lead += s.cfg.Lookahead
 	}
-	return float64(ms(act))
+	return lead
 }
 
 // UpsertResult says what an upsert did.
@@ -113,10 +114,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			left = append(left, f)
 		}
 	}
-	// ActScore's offset from next, which the script applies to the next
-	// time it keeps or sets.
-	offset := int64(s.ActScore(&next, time.UnixMilli(0)))
-	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), -offset, len(left)}
+	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(), len(left)}
 	args = append(args, left...)
 	for _, v := range pairs {
 		args = append(args, v)
@@ -160,11 +158,9 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleReco
 	return s.recordFromHash(id, h)
 }
 
-// recordFromHash builds a record from its hash. NextRunAt is the next fire
-// time as a user means it: the earlier of the next time not yet planned
-// and the next fire time after now (runs within the lookahead are planned
-// already but have not fired).
-func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
+// scheduleFromHash builds a record from its hash as stored: NextRunAt is
+// the next time not yet planned.
+func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
 	if h["cr"] == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
@@ -172,18 +168,27 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 	if err != nil {
 		return nil, err
 	}
-	if n := h["next"]; n != "" {
-		if m, err := strconv.ParseInt(n, 10, 64); err == nil {
-			t := fromMS(m)
-			if sched, err := rec.Compile(); err == nil {
-				if n := sched.Next(s.clock.Now()); !n.IsZero() && n.Before(t) {
-					t = n
-				}
-			}
-			rec.NextRunAt = &t
-		}
+	if m, err := strconv.ParseInt(h["next"], 10, 64); err == nil {
+		t := fromMS(m)
+		rec.NextRunAt = &t
 	}
 	rec.Paused = h["paused"] != ""
+	return rec, nil
+}
+
+// recordFromHash builds a record from its hash for users: NextRunAt is the
+// earlier of the next time not yet planned and the next fire time after
+// now (runs within the lookahead are planned already but have not fired).
+func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
+	rec, err := scheduleFromHash(id, h)
+	if err != nil || rec.NextRunAt == nil {
+		return rec, err
+	}
+	if sched, err := rec.Compile(); err == nil {
+		if n := sched.Next(s.clock.Now()); !n.IsZero() && n.Before(*rec.NextRunAt) {
+			rec.NextRunAt = &n
+		}
+	}
 	return rec, nil
 }
 
@@ -203,7 +208,7 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 		}
 		if t := sched.Next(s.clock.Now()); !t.IsZero() {
 			nextMS = strconv.FormatInt(ms(t), 10)
-			score = scoreString(s.ActScore(rec, t))
+			score = strconv.FormatInt(ms(t.Add(-s.ActLead(rec))), 10)
 		}
 	}
 	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},

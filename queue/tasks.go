@@ -26,12 +26,6 @@ type TaskPayload struct {
 	Source         model.RunSource `json:"source"`
 }
 
-// Encode serializes the payload.
-func (p *TaskPayload) Encode() (string, error) {
-	b, err := json.Marshal(p)
-	return string(b), err
-}
-
 // DecodeTaskPayload parses a task payload.
 func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 	var p TaskPayload
@@ -48,16 +42,20 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 // when it may start (0: now; ahead: asynq's scheduled set, whose scores
 // are whole seconds, so a fire time within a second is rounded up: a run
 // never starts before its time).
-func (s *Store) asynqTask(payload string, p *TaskPayload, now time.Time) (msg []byte, processAt int64) {
+func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt int64, err error) {
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode run %s: %w", p.IdempotencyKey, err)
+	}
 	m := asynqMessage{
-		Type: TaskTypeRun, Payload: []byte(payload), ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
+		Type: TaskTypeRun, Payload: payload, ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
 		Retry: int32(s.cfg.TaskMaxRetry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
 		Retention: int64(s.cfg.TaskRetention / time.Second),
 	}
 	if p.FireAt.After(now) {
 		processAt = p.FireAt.Add(time.Second - time.Nanosecond).Unix()
 	}
-	return m.encode(), processAt
+	return m.encode(), processAt, nil
 }
 
 // publishQueue lists the run queue in asynq's set of queues, once per

@@ -13,15 +13,10 @@ import (
 // and everything else comes in as arguments, so a retried tick plans the
 // same runs.
 type planner struct {
-	cfg       Config
-	lookahead time.Duration
-	actScore  func(*model.ScheduleRecord, time.Time) float64
-}
-
-// planStats counts what a plan decided that its runs don't show, for
-// metrics.
-type planStats struct {
-	missed int
+	cfg Config
+	// lead is how long before a fire time a schedule is acted on (the
+	// store's ActLead: lookahead for "allow", plus jitter).
+	lead func(*model.ScheduleRecord) time.Duration
 }
 
 type dueTime struct {
@@ -29,17 +24,16 @@ type dueTime struct {
 	missed bool
 }
 
-func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched model.Schedule, now time.Time) (queue.Plan, planStats) {
-	p := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
-	var st planStats
+// plan returns the plan for d and how many catch-up events dropped missed
+// runs (which the plan's runs don't show), for metrics.
+func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched model.Schedule, now time.Time) (p queue.Plan, missed int) {
+	p = queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
 	if d.Next.IsZero() {
-		return p, st // nothing planned: retire
+		return p, 0 // nothing planned: retire
 	}
 	jitter := time.Duration(rec.JitterMs) * time.Millisecond
-	horizon := now.Add(jitter)
-	if rec.OverlapPolicy == model.OverlapAllow {
-		horizon = horizon.Add(pl.lookahead)
-	}
+	lead := pl.lead(rec)
+	horizon := now.Add(lead)
 	limit := pl.cfg.MaxCatchupPerTick
 	cutoff := now.Add(-pl.cfg.MisfireGrace)
 
@@ -48,10 +42,10 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	if t.Before(cutoff) {
 		switch rec.CatchupPolicy {
 		case model.CatchupNone:
-			st.missed++
+			missed++
 			t = sched.Next(cutoff.Add(-time.Nanosecond))
 		case model.CatchupLatest:
-			st.missed++
+			missed++
 			last := lastBefore(sched, t, cutoff)
 			times = append(times, dueTime{at: last, missed: true})
 			t = sched.Next(last)
@@ -98,11 +92,6 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 				WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID,
 				Source: model.SourceSchedule,
 			}
-			payload, err := run.Task.Encode()
-			if err != nil {
-				panic("scheduler: encode task payload: " + err.Error()) // plain struct: cannot fail
-			}
-			run.Payload = payload
 		}
 		p.Runs = append(p.Runs, run)
 	}
@@ -110,9 +99,9 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		// A schedule still due after this plan (catch-up bound reached) is
 		// scored just past now, so this tick's later pages don't re-read it
 		// and the next tick continues it.
-		p.NewScore = math.Max(pl.actScore(rec, p.NewNext), float64(now.UnixMilli()+1))
+		p.NewScore = float64(max(p.NewNext.Add(-lead).UnixMilli(), now.UnixMilli()+1))
 	}
-	return p, st
+	return p, missed
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

@@ -66,7 +66,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		logger:  logger.With("replica", c.ReplicaID),
 		metrics: newMetrics(reg),
 		leases:  store.NewLeases(c.LeaseTTL),
-		planner: planner{cfg: c, lookahead: store.Config().Lookahead, actScore: store.ActScore},
+		planner: planner{cfg: c, lead: store.ActLead},
 		cache:   newCompileCache(10000),
 		held:    map[int]*shardLoop{},
 	}, nil
@@ -323,25 +323,25 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			return nil
 		}
 		plans := make([]queue.Plan, 0, len(due))
-		var st planStats
+		missed := make([]int, 0, len(due))
 		for _, d := range due {
-			p, ps, err := s.planOne(d, now)
+			p, m, err := s.planOne(d, now)
 			if err != nil {
 				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it", "schedule_id", d.ID, "err", err)
 			}
 			plans = append(plans, p)
-			st.missed += ps.missed
+			missed = append(missed, m)
 		}
 		if !valid() {
 			return errLeaseLost
 		}
 		// Records and tasks carry the time they were written, which in a
 		// long tick is later than the now the plans were made at.
-		applied, err := s.store.Commit(ctx, shard, s.clock.Now(), plans)
+		at := s.clock.Now()
+		applied, err := s.store.Commit(ctx, shard, at, plans)
 		if err != nil {
 			return err
 		}
-		at := s.clock.Now()
 		appliedAny := false
 		for i, ok := range applied {
 			if !ok {
@@ -349,6 +349,7 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 				continue
 			}
 			appliedAny = true
+			s.metrics.missed.Add(float64(missed[i]))
 			for _, r := range plans[i].Runs {
 				switch r.Status {
 				case model.RunEnqueued:
@@ -360,7 +361,6 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			}
 		}
 		s.metrics.due.Add(float64(len(due)))
-		s.metrics.missed.Add(float64(st.missed))
 		// A short page is the last one; a page of only stale plans means
 		// others are changing these schedules: leave them to the next tick
 		// rather than spin on them.
@@ -373,15 +373,15 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 // planOne decodes, compiles and plans one due schedule. A schedule that
 // cannot be compiled any more (stored by an older version, say) is retired
 // rather than retried forever.
-func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, planStats, error) {
+func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
 	stale := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
 	if d.Hash == nil {
-		return stale, planStats{}, nil // deleted: Commit drops the member
+		return stale, 0, nil // deleted: Commit drops the member
 	}
 	c, err := s.cache.get(d.Def, d.Hash)
 	if err != nil {
-		return stale, planStats{}, err
+		return stale, 0, err
 	}
-	p, st := s.planner.plan(d, c.rec, c.sched, now)
-	return p, st, nil
+	p, missed := s.planner.plan(d, c.rec, c.sched, now)
+	return p, missed, nil
 }

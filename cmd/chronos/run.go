@@ -118,15 +118,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 			e.Any("/monitoring/*", echo.WrapHandler(mon))
 		}
 	} else {
-		e = echo.New()
-		e.HideBanner, e.HidePort = true, true
-		e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-		e.GET("/readyz", func(c echo.Context) error {
-			if err := rdb.Ping(c.Request().Context()).Err(); err != nil {
-				return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "redis unreachable"})
-			}
-			return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-		})
+		e = api.Probes(store, nil, logger, reg)
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if p.common.Pprof {

@@ -122,12 +122,8 @@ func writeRuns(ctx context.Context, e *env, store *queue.Store, runs int) (writt
 					key := model.IdempotencyKey(d.ID, at)
 					task := queue.TaskPayload{IdempotencyKey: key, ScheduleID: d.ID, RunAt: at, FireAt: at,
 						WorkflowID: workflowID, Version: version, UserID: "bench", Source: model.SourceSchedule}
-					payload, err := task.Encode()
-					if err != nil {
-						return 0, 0, err
-					}
 					p.Runs = append(p.Runs, queue.PlannedRun{Key: key, RunAt: at, FireAt: at,
-						Status: model.RunEnqueued, Payload: payload, Task: task})
+						Status: model.RunEnqueued, Task: task})
 					keys = append(keys, key)
 				}
 				plans = append(plans, p)

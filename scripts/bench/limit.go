@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -36,8 +37,8 @@ func limitTask(i int, now time.Time) (*asynq.Task, []asynq.Option) {
 	key := hex.EncodeToString(sum[:])
 	p := queue.TaskPayload{IdempotencyKey: key, ScheduleID: id, RunAt: now.UTC(), FireAt: now.UTC(),
 		WorkflowID: workflowID, Version: version, UserID: "bench", Source: model.SourceSchedule}
-	payload, _ := p.Encode()
-	return asynq.NewTask(queue.TaskTypeRun, []byte(payload)), []asynq.Option{
+	payload, _ := json.Marshal(p)
+	return asynq.NewTask(queue.TaskTypeRun, payload), []asynq.Option{
 		asynq.TaskID(key), asynq.Queue(limitQueue),
 		asynq.Retention(queue.TaskRetentionDefault), asynq.MaxRetry(queue.TaskMaxRetryDefault),
 		asynq.Timeout(5 * time.Minute),

@@ -19,6 +19,7 @@ type launchResult struct {
 	finished           int64   // tasks finished (completed, retry or archived)
 	success            int     // runs whose record says SUCCESS
 	cpuPerRun          time.Duration
+	redisCPUPerRun     time.Duration
 }
 
 // launch pre-fills n scheduled runs with a burst (one scheduler, no
@@ -63,12 +64,13 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	cpu0 := cpuOf(ps)
+	cpu0, rc0, cs0 := cpuOf(ps), redisCPU(ctx, e.rdb), commandStats(ctx, e.rdb)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
 		c, err := countQueue(ctx, e.rdb, runQueue)
 		return c.completed + c.retry + c.archived, err
 	}, int64(n), 20*time.Millisecond, time.Now().Add(30*time.Second+time.Duration(n/200)*time.Second))
 	res.cpuPerRun = (cpuOf(ps) - cpu0) / time.Duration(max(n, 1))
+	res.redisCPUPerRun = (redisCPU(ctx, e.rdb) - rc0) / time.Duration(max(n, 1))
 	stopAll(ps)
 	if len(samples) > 0 {
 		res.finished = samples[len(samples)-1].n
@@ -88,7 +90,8 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 			res.rate = float64(last.n-first.n) / d.Seconds()
 		}
 	}
-	e.logf("launch %d×%d: %d finished at %.0f runs/s", n, launchers, res.finished, res.rate)
+	e.logf("launch %d×%d: %d finished at %.0f runs/s; redis: %s", n, launchers, res.finished, res.rate,
+		formatCmdStats(diffCommandStats(cs0, commandStats(ctx, e.rdb)), 10))
 
 	var ok atomic.Int64
 	err = forEach(ctx, n, 64, func(ctx context.Context, i int) error {

@@ -27,6 +27,8 @@ type limitResult struct {
 	drain       float64 // no-op tasks/s through one asynq server
 	drainConc   int
 	drained     int64
+	// CPU per drained task: this process's (the asynq server's) and Redis's.
+	drainCPU, drainRedisCPU time.Duration
 }
 
 // limitTask is a task like chronos's: the same payload type and options,
@@ -97,6 +99,7 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		}
 		return nil
 	})
+	cpu0, rc0, cs0 := selfCPU(), redisCPU(ctx, e.rdb), commandStats(ctx, e.rdb)
 	if err := srv.Start(mux); err != nil {
 		return nil, fmt.Errorf("start drain server: %w", err)
 	}
@@ -108,9 +111,12 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		}
 	}
 	res.drained = count.Load()
+	res.drainCPU = (selfCPU() - cpu0) / time.Duration(max(res.drained, 1))
+	res.drainRedisCPU = (redisCPU(ctx, e.rdb) - rc0) / time.Duration(max(res.drained, 1))
 	if l := last.Load(); l > 0 {
 		res.drain = float64(n-1) / time.Duration(l-first.Load()).Seconds()
 	}
-	e.logf("limit: drained %d no-op tasks at %.0f/s", res.drained, res.drain)
+	e.logf("limit: drained %d no-op tasks at %.0f/s; redis: %s", res.drained, res.drain,
+		formatCmdStats(diffCommandStats(cs0, commandStats(ctx, e.rdb)), 10))
 	return res, nil
 }

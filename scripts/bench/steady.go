@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,6 +207,12 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	res.late, res.start = percentiles(late), percentiles(start)
 	res.calls, res.conns = ex.calls.Load(), ex.conns.Load()
 	return res, nil
+}
+
+// selfCPU is this process's CPU time (user + sys).
+func selfCPU() time.Duration {
+	st, _ := readProcStat(os.Getpid())
+	return st.cpu
 }
 
 func cpuOf(ps []*proc) time.Duration {

@@ -23,6 +23,7 @@ type Store struct {
 	clock          Clock
 	cfg            Config
 	queuePublished atomic.Bool
+	batch          *batcher // upserts of concurrent API requests
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -42,7 +43,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if got != c.Shards {
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
-	return &Store{rdb: rdb, clock: clock, cfg: c}, nil
+	return &Store{rdb: rdb, clock: clock, cfg: c, batch: &batcher{rdb: rdb}}, nil
 }
 
 // Config returns the store's effective configuration.
@@ -119,7 +120,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	for _, v := range pairs {
 		args = append(args, v)
 	}
-	res, err := upsertScript.Run(ctx, s.rdb, []string{scheduleKey(sh, rec.ID), dueKey(sh)}, args...).Slice()
+	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -126,13 +127,28 @@ func TestScenarios(t *testing.T) {
 		require.Greater(t, f.perSchedRuns, f.perSched)
 	})
 
-	t.Run("api creates every schedule", func(t *testing.T) {
+	t.Run("api creates every schedule, Go loop", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, "-api-n", "300", "-api-clients", "8")
+		b := setup(t, "-api-load", "go", "-api-n", "300", "-api-clients", "8")
 		a, err := b.api(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(300), a.ok, "first error: %s", a.firstErr)
 		require.Zero(t, a.errors)
+		require.Equal(t, 300, a.created)
+		require.True(t, apiStoredAll(a))
+	})
+
+	t.Run("api creates every schedule, wrk", func(t *testing.T) {
+		t.Parallel()
+		if _, err := exec.LookPath("wrk"); err != nil {
+			t.Skip("wrk is not installed (apt-get install wrk; .ci/run installs it)")
+		}
+		b := setup(t, "-api-load", "wrk", "-api-duration", "1s", "-api-clients", "8")
+		a, err := b.api(ctx)
+		require.NoError(t, err)
+		require.Zero(t, a.errors, a.firstErr)
+		require.Positive(t, a.ok)
+		require.True(t, apiStoredAll(a), "%d upserts answered, %d schedules stored", a.ok, a.created)
 	})
 
 	t.Run("limit drains what it enqueued", func(t *testing.T) {

@@ -71,6 +71,8 @@ type config struct {
 
 	apiN, apiClients int
 	apiMax           time.Duration
+	apiLoad          string
+	apiDuration      time.Duration
 
 	profileN   int
 	profileDir string
@@ -287,7 +289,9 @@ func parseFlags(args []string) (config, error) {
 
 	fs.IntVar(&cfg.apiN, "api-n", 50000, "api: upserts")
 	fs.IntVar(&cfg.apiClients, "api-clients", 32, "api: concurrent clients")
-	fs.DurationVar(&cfg.apiMax, "api-max", 30*time.Second, "api: time cap")
+	fs.DurationVar(&cfg.apiMax, "api-max", 30*time.Second, "api: time cap of the Go load loop")
+	fs.StringVar(&cfg.apiLoad, "api-load", "auto", "api: load generator: wrk, go (a Go load loop of -api-n requests), or auto (wrk when installed)")
+	fs.DurationVar(&cfg.apiDuration, "api-duration", 6*time.Second, "api: how long wrk runs (whole seconds)")
 
 	fs.IntVar(&cfg.profileN, "profile-n", 100000, "profile: burst size")
 	fs.StringVar(&cfg.profileDir, "profile-dir", "", "profile: where profiles are written (default a chronos-bench-profile dir in the temp dir; kept)")
@@ -309,7 +313,7 @@ func parseFlags(args []string) (config, error) {
 			"peer-sizes": "2000", "peer-spec": "@every 3s", "peer-wait": "8s",
 			"steady-n": "2000", "steady-period": "5s", "steady-minutes": "2", "steady-launcher-concurrency": "20",
 			"footprint-sizes": "2000", "idle": "3s",
-			"limit-n": "5000", "launch-n": "2000", "api-n": "2000", "api-max": "10s", "profile-n": "2000",
+			"limit-n": "5000", "launch-n": "2000", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -370,6 +374,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if _, err := steadySpec(cfg.steadyPeriod); err != nil {
 		return cfg, err
+	}
+	if cfg.apiLoad != "auto" && cfg.apiLoad != "wrk" && cfg.apiLoad != "go" {
+		return cfg, fmt.Errorf("-api-load must be auto, wrk or go, got %q", cfg.apiLoad)
 	}
 	if cfg.tickMS < 10 || cfg.shards < 1 || cfg.dupReplicas < 1 || cfg.apiClients < 1 || cfg.launchConc < 1 {
 		return cfg, fmt.Errorf("-tick-ms, -shards, -dup-replicas, -api-clients and -launch-concurrency must be positive")

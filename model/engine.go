@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,14 +42,45 @@ func ParseCron(expr, tz string, dialect Dialect, anchor time.Time) (Schedule, er
 	if dialect != "" && dialect != DialectStandard && dialect != DialectPosix {
 		return nil, fmt.Errorf("unknown dialect %q (want standard or posix)", dialect)
 	}
+	key := parseKey{expr, tz, dialect}
+	if c, ok := parsedCrons.Load(key); ok {
+		return c.(*CronSchedule), nil
+	}
 	loc, err := LoadZone(tz)
 	if err != nil {
 		return nil, err
 	}
+	var s Schedule
 	if dialect == DialectPosix {
-		return parsePosix(expr, loc)
+		s, err = parsePosix(expr, loc)
+	} else {
+		s, err = parseStandard(expr, loc, anchor)
 	}
-	return parseStandard(expr, loc, anchor)
+	if c, ok := s.(*CronSchedule); ok && err == nil {
+		if parsedCount.Add(1) > parsedMax {
+			parsedCrons.Clear()
+			parsedCount.Store(1)
+		}
+		parsedCrons.Store(key, c)
+	}
+	return s, err
+}
+
+// parsedCrons caches successful parses (*CronSchedule only: an Every
+// depends on its anchor). The same expressions recur across schedules and
+// are parsed on every upsert, plan and launch; a CronSchedule is
+// immutable, so one can be shared. Past parsedMax entries the cache
+// starts over.
+var (
+	parsedCrons sync.Map // parseKey -> *CronSchedule
+	parsedCount atomic.Int64
+)
+
+const parsedMax = 10000
+
+type parseKey struct {
+	expr, tz string
+	dialect  Dialect
 }
 
 // Preview returns up to n fire times of s strictly after after, in order.

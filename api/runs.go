@@ -77,7 +77,7 @@ func (s *server) reportStatus(c echo.Context) error {
 	if len(msg) > MaxRunErrorLen {
 		msg = strings.ToValidUTF8(msg[:MaxRunErrorLen], "")
 	}
-	run, err := s.store.UpdateRunStatus(c.Request().Context(), "", key,
+	run, err := s.store.UpdateRunStatus(c.Request().Context(), key,
 		queue.StatusUpdate{Status: status, RunID: runID, Error: msg})
 	if err != nil {
 		return err

@@ -57,11 +57,11 @@ func (b *testBundle) manual(t *testing.T, key string, withWorkflow bool) {
 }
 
 // waitStatus polls the run record until it reaches a final status.
-func (b *testBundle) waitStatus(t *testing.T, scheduleID, key string, want model.RunStatus) *model.Run {
+func (b *testBundle) waitStatus(t *testing.T, key string, want model.RunStatus) *model.Run {
 	t.Helper()
 	var run *model.Run
 	require.Eventually(t, func() bool {
-		r, err := b.store.GetScheduleRun(context.Background(), scheduleID, key)
+		r, _, err := b.store.GetRun(context.Background(), key)
 		if err != nil {
 			return false
 		}
@@ -90,7 +90,7 @@ func TestLaunchesRunWithDAGAndKey(t *testing.T) {
 	ex := &recordingExecutor{res: Result{RunID: "r-1", Status: model.RunSuccess}}
 	b := setup(t, ex, nil)
 	b.manual(t, "key-1", true)
-	run := b.waitStatus(t, "", "key-1", model.RunSuccess)
+	run := b.waitStatus(t, "key-1", model.RunSuccess)
 	require.Equal(t, "r-1", run.RunID)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
@@ -104,7 +104,7 @@ func TestMissingWorkflowFailsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &recordingExecutor{}, nil)
 	b.manual(t, "key-2", false)
-	run := b.waitStatus(t, "", "key-2", model.RunFailed)
+	run := b.waitStatus(t, "key-2", model.RunFailed)
 	require.Contains(t, run.Error, "workflow wf version 1 not found")
 	require.Contains(t, run.Error, "PUT /workflows/wf/versions/1")
 	require.Equal(t, 1.0, testutil.ToFloat64(b.launcher.metrics.failedLaunch))
@@ -127,7 +127,7 @@ func TestHTTPExecutor(t *testing.T) {
 	t.Cleanup(srv.Close)
 	b := setup(t, NewHTTPExecutor(srv.URL, 5*time.Second, 4), nil)
 	b.manual(t, "key-3", true)
-	run := b.waitStatus(t, "", "key-3", model.RunStarted)
+	run := b.waitStatus(t, "key-3", model.RunStarted)
 	require.Equal(t, "wf-run-7", run.RunID)
 	mu.Lock()
 	require.Equal(t, []string{"key-3"}, got)
@@ -136,7 +136,7 @@ func TestHTTPExecutor(t *testing.T) {
 	mu.Unlock()
 
 	// The workflow reports its end to the run record.
-	run, err := b.store.UpdateRunStatus(context.Background(), "", "key-3", queue.StatusUpdate{Status: model.RunSuccess})
+	run, err := b.store.UpdateRunStatus(context.Background(), "key-3", queue.StatusUpdate{Status: model.RunSuccess})
 	require.NoError(t, err)
 	require.Equal(t, model.RunSuccess, run.Status)
 }
@@ -159,7 +159,7 @@ func TestHTTPExecutorRetriesThenFails(t *testing.T) {
 	url, calls := failingExecutor(t, http.StatusServiceUnavailable)
 	b := setup(t, NewHTTPExecutor(url, 5*time.Second, 4), &queue.Config{TaskMaxRetry: 1})
 	b.manual(t, "key-4", true)
-	run := b.waitStatus(t, "", "key-4", model.RunFailed)
+	run := b.waitStatus(t, "key-4", model.RunFailed)
 	require.Contains(t, run.Error, "after 2 attempts")
 	require.Contains(t, run.Error, "503")
 	require.Equal(t, 2, calls())
@@ -170,7 +170,7 @@ func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
 	url, calls := failingExecutor(t, http.StatusUnprocessableEntity)
 	b := setup(t, NewHTTPExecutor(url, 5*time.Second, 4), nil)
 	b.manual(t, "key-5", true)
-	run := b.waitStatus(t, "", "key-5", model.RunFailed)
+	run := b.waitStatus(t, "key-5", model.RunFailed)
 	require.Contains(t, run.Error, "422")
 	require.Equal(t, 1, calls())
 }
@@ -214,9 +214,9 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	t.Cleanup(l.Stop)
 
 	at := b.clock.Now()
-	b.waitStatus(t, keep.ID, model.IdempotencyKey(keep.ID, at), model.RunSuccess)
+	b.waitStatus(t, model.IdempotencyKey(keep.ID, at), model.RunSuccess)
 	for id, reason := range map[string]string{del.ID: "deleted", pause.ID: "paused", change.ID: "no longer one of its fire times"} {
-		run := b.waitStatus(t, id, model.IdempotencyKey(id, at), model.RunSkipped)
+		run := b.waitStatus(t, model.IdempotencyKey(id, at), model.RunSkipped)
 		require.Contains(t, run.Error, reason)
 	}
 	ex.mu.Lock()

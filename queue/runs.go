@@ -99,10 +99,11 @@ func (s *Store) GetRun(ctx context.Context, key string) (*model.Run, int, error)
 
 // GetScheduleRun loads a run of a known schedule (one round trip).
 func (s *Store) GetScheduleRun(ctx context.Context, scheduleID, key string) (*model.Run, error) {
-	sh := s.shard(scheduleID)
-	if scheduleID == "" {
-		sh = s.shard(key)
-	}
+	return s.runOnShard(ctx, s.shard(scheduleID), key)
+}
+
+// runOnShard loads a run from the shard that holds it.
+func (s *Store) runOnShard(ctx context.Context, sh int, key string) (*model.Run, error) {
 	v, err := s.rdb.HMGet(ctx, runKey(sh, key), runFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", key, err)
@@ -117,35 +118,20 @@ type StatusUpdate struct {
 	Error  string
 }
 
-// UpdateRunStatus records a run's status and returns the run. A final
-// status (SUCCESS, FAILED, SKIPPED) is final: reporting the same one again
-// is a no-op, reporting a different one is ErrConflict. A final status
-// releases the schedule's overlap hold. The run's schedule id may be ""
-// when unknown.
-func (s *Store) UpdateRunStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (*model.Run, error) {
-	sh, err := s.ReportStatus(ctx, scheduleID, key, u)
+// UpdateRunStatus records a reported status of the run with this
+// idempotency key (scheduled or manual: its shard is found by asking all)
+// and returns the run. A final status (SUCCESS, FAILED, SKIPPED) is
+// final: reporting the same one again is a no-op, reporting a different
+// one is ErrConflict. A final status releases the schedule's overlap hold.
+func (s *Store) UpdateRunStatus(ctx context.Context, key string, u StatusUpdate) (*model.Run, error) {
+	_, sh, err := s.GetRun(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.rdb.HMGet(ctx, runKey(sh, key), runFields...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", key, err)
+	if err := s.reportStatus(ctx, sh, key, u); err != nil {
+		return nil, err
 	}
-	return runFromFields(key, v)
-}
-
-// ReportStatus is UpdateRunStatus without reading the run back; it
-// returns the run's shard.
-func (s *Store) ReportStatus(ctx context.Context, scheduleID, key string, u StatusUpdate) (int, error) {
-	sh := s.shard(scheduleID)
-	if scheduleID == "" {
-		_, found, err := s.GetRun(ctx, key)
-		if err != nil {
-			return 0, err
-		}
-		sh = found
-	}
-	return sh, s.reportStatus(ctx, sh, key, u)
+	return s.runOnShard(ctx, sh, key)
 }
 
 // ReportTaskStatus records the status of the run a task carries; its
@@ -220,7 +206,6 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}
-	started := n == 1
-	r, err := s.GetScheduleRun(ctx, "", m.IdempotencyKey)
-	return r, started, err
+	r, err := s.runOnShard(ctx, sh, m.IdempotencyKey)
+	return r, n == 1, err
 }

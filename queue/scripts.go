@@ -9,10 +9,18 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-func loadScript(name string) *redis.Script {
-	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic("queue: missing embedded script " + name)
+// loadScript returns the script lua/<name>.lua with the shared
+// functions it uses (lua/<lib>.lua) put before it: Redis scripts cannot
+// call one another, so code two of them need is written once and joined
+// in here.
+func loadScript(name string, libs ...string) *redis.Script {
+	var src []byte
+	for _, f := range append(libs, name) {
+		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic("queue: missing embedded script " + f)
+		}
+		src = append(append(src, b...), '\n')
 	}
 	return redis.NewScript(string(src))
 }
@@ -23,9 +31,9 @@ var (
 	pauseScript          = loadScript("pause")
 	deleteScript         = loadScript("delete")
 	readDueScript        = loadScript("read_due")
-	commitScript         = loadScript("commit")
+	commitScript         = loadScript("commit", "enqueue_task")
 	statusScript         = loadScript("status")
 	expireInflightScript = loadScript("expire_inflight")
-	manualRunScript      = loadScript("manual_run")
+	manualRunScript      = loadScript("manual_run", "enqueue_task")
 	heartbeatScript      = loadScript("heartbeat")
 )

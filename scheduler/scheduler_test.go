@@ -79,7 +79,7 @@ func (b *testBundle) upsert(t *testing.T, rec model.ScheduleRecord) *model.Sched
 
 func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
 	t.Helper()
-	_, err := b.store.UpdateRunStatus(context.Background(), id, key, queue.StatusUpdate{Status: st})
+	_, err := b.store.UpdateRunStatus(context.Background(), key, queue.StatusUpdate{Status: st})
 	require.NoError(t, err)
 }
 

@@ -54,7 +54,9 @@ const (
 	processReady = 30 * time.Second
 )
 
-// Keys of queue/doc.go's layout that the audit reads directly.
+// Keys of queue/doc.go's layout that the audit reads directly: on
+// purpose, not through queue.Store, so that a bug in the store's readers
+// cannot hide a lost or duplicated run from the audit.
 var (
 	runKeyRE  = regexp.MustCompile(`^chronos:\{s(\d+)\}:run:([0-9a-f]{64})$`)
 	taskKeyRE = regexp.MustCompile(`^asynq:\{` + chaosQueue + `\}:t:(.+)$`)

@@ -45,16 +45,7 @@ for p = 1, tonumber(ARGV[6]) do
         if st == 'ENQUEUED' then
           f[#f + 1] = 'enq'
           f[#f + 1] = now
-          local tkey = tpfx .. key
-          if redis.call('EXISTS', tkey) == 0 then
-            if ARGV[i + 6] == '0' then
-              redis.call('HSET', tkey, 'msg', ARGV[i + 5], 'state', 'pending', 'pending_since', nowNS)
-              redis.call('LPUSH', KEYS[3], key)
-            else
-              redis.call('HSET', tkey, 'msg', ARGV[i + 5], 'state', 'scheduled')
-              redis.call('ZADD', KEYS[4], ARGV[i + 6], key)
-            end
-          end
+          enqueue_task(tpfx .. key, key, ARGV[i + 5], ARGV[i + 6], KEYS[3], KEYS[4], nowNS)
         end
         redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)

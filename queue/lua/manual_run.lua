@@ -17,14 +17,5 @@ end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-local tkey = ARGV[5] .. ARGV[1]
-if redis.call('EXISTS', tkey) == 0 then
-  if ARGV[8] == '0' then
-    redis.call('HSET', tkey, 'msg', ARGV[7], 'state', 'pending', 'pending_since', ARGV[6])
-    redis.call('LPUSH', KEYS[2], ARGV[1])
-  else
-    redis.call('HSET', tkey, 'msg', ARGV[7], 'state', 'scheduled')
-    redis.call('ZADD', KEYS[3], ARGV[8], ARGV[1])
-  end
-end
+enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], KEYS[2], KEYS[3], ARGV[6])
 return 1

@@ -1,0 +1,17 @@
+-- Shared by the scripts that write runs (loadScript puts it before them).
+-- enqueue_task writes an asynq task in asynq's own layout, unless a task
+-- with its id (the run's idempotency key) exists: pending now when
+-- process_at is "0", else scheduled at process_at (unix s). The layout is
+-- pinned byte for byte by TestAsynqWireMatchesClient.
+local function enqueue_task(tkey, id, msg, process_at, pending_key, scheduled_key, now_ns)
+  if redis.call('EXISTS', tkey) == 1 then
+    return
+  end
+  if process_at == '0' then
+    redis.call('HSET', tkey, 'msg', msg, 'state', 'pending', 'pending_since', now_ns)
+    redis.call('LPUSH', pending_key, id)
+  else
+    redis.call('HSET', tkey, 'msg', msg, 'state', 'scheduled')
+    redis.call('ZADD', scheduled_key, process_at, id)
+  end
+end

@@ -26,6 +26,7 @@ type batcher struct {
 type batchReq struct {
 	ctx   context.Context
 	queue func(redis.Pipeliner)
+	sent  bool // its commands went out (set before done closes)
 	done  chan struct{}
 }
 
@@ -45,6 +46,9 @@ func (b *batcher) do(ctx context.Context, queue func(redis.Pipeliner)) error {
 	b.mu.Unlock()
 	select {
 	case <-r.done:
+		if !r.sent { // ctx ended before its batch was built
+			return ctx.Err()
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -67,7 +71,7 @@ func (b *batcher) flush() {
 		b.mu.Unlock()
 		pipe := b.rdb.Pipeline()
 		for _, r := range batch {
-			if r.ctx.Err() == nil { // its caller has not given up
+			if r.sent = r.ctx.Err() == nil; r.sent { // its caller has not given up
 				r.queue(pipe)
 			}
 		}

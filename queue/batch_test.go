@@ -57,4 +57,22 @@ func TestConcurrentUpsertsEachGetTheirOwnResult(t *testing.T) {
 	cancel()
 	_, err = upsert(cancelled, "never", "0 9 * * *")
 	require.ErrorIs(t, err, context.Canceled)
+
+	// Callers giving up while their batch forms get their answer or their
+	// context's error, never an empty answer.
+	giveUp, cancel := context.WithCancel(ctx)
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = upsert(giveUp, fmt.Sprintf("g%03d", i), "0 9 * * *") })
+		if i == n/2 {
+			cancel()
+		}
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			require.ErrorIs(t, errs[i], context.Canceled)
+		} else {
+			require.Equal(t, fmt.Sprintf("g%03d", i), results[i].Schedule.ID)
+		}
+	}
 }

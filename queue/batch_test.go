@@ -61,6 +61,7 @@ func TestConcurrentUpsertsEachGetTheirOwnResult(t *testing.T) {
 	// Callers giving up while their batch forms get their answer or their
 	// context's error, never an empty answer.
 	giveUp, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for i := range n {
 		wg.Go(func() { results[i], errs[i] = upsert(giveUp, fmt.Sprintf("g%03d", i), "0 9 * * *") })
 		if i == n/2 {

@@ -202,10 +202,15 @@ func (b *bench) apiWrk(ctx context.Context, wrk, url string, res *apiResult) err
 		return fmt.Errorf("wrk printed no summary:\n%s", out.String())
 	}
 	var w struct {
-		Requests, DurationUS, Status, Other int64
-		P50US, P99US, MaxUS                 int64
+		Requests   int64 `json:"requests"`
+		DurationUS int64 `json:"duration_us"`
+		Status     int64 `json:"status"` // non-2xx answers
+		Other      int64 `json:"other"`  // connect, read, write errors and timeouts
+		P50US      int64 `json:"p50_us"`
+		P99US      int64 `json:"p99_us"`
+		MaxUS      int64 `json:"max_us"`
 	}
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(line, "_us", "US")), &w); err != nil {
+	if err := json.Unmarshal([]byte(line), &w); err != nil {
 		return fmt.Errorf("wrk summary %q: %w", line, err)
 	}
 	res.sent, res.errors = w.Requests, w.Status+w.Other

@@ -124,7 +124,7 @@ func (p *proc) logTail(n int) string {
 }
 
 // spawn starts a child process with the given environment (nothing is
-// inherited but PATH, HOME and TMPDIR), logging stderr (and stdout unless
+// inherited but PATH, HOME, TMPDIR and GOMAXPROCS), logging stderr (and stdout unless
 // pipeStdout) to a file. The child dies with this process (Pdeathsig).
 func (e *env) spawn(name string, bin string, args []string, vars map[string]string, pipeStdio bool) (*proc, error) {
 	logPath := filepath.Join(e.dir, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
@@ -187,7 +187,7 @@ func (e *env) spawn(name string, bin string, args []string, vars map[string]stri
 
 func baseEnv() []string {
 	var out []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOMAXPROCS"} {
 		if v, ok := os.LookupEnv(k); ok {
 			out = append(out, k+"="+v)
 		}

@@ -425,6 +425,9 @@ func machineInfo(ctx context.Context, rdb *redis.Client) string {
 			}
 		}
 	}
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		goVer += " (GOMAXPROCS=" + v + " for this harness and every process it starts)"
+	}
 	return fmt.Sprintf("machine: %s, nproc %d, %s RAM, Linux %s · %s · redis %s · asynq %s · chronos %s · load average at start %s",
 		model, cores, mem, kernel, goVer, redisInfo(ctx, rdb, "server", "redis_version"), asynqVer, gitDescribe(ctx), load)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -248,7 +247,7 @@ func (c *chaosCluster) start(name, sub string, extra map[string]string) *chaosPr
 func (c *chaosCluster) startOnce(name, sub string, extra map[string]string) (*chaosProc, error) {
 	env := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "TMPDIR": os.Getenv("TMPDIR"),
-		"REDIS_URL": c.redis.URL, "HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", freeTCPPort(c.t)),
+		"REDIS_URL": c.redis.URL, "HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", queuetest.FreePort(c.t)),
 		"LOG_FORMAT": "json", "SHARDS": strconv.Itoa(chaosShards), "QUEUE": chaosQueue,
 		"RUN_HISTORY": "1000", "TASK_RETENTION": "1h",
 	}
@@ -803,14 +802,6 @@ func (e *recordingExecutor) snapshot() (map[string]int, []string) {
 		calls[k] = v
 	}
 	return calls, slices.Clone(e.bad)
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // tailFile returns the last n lines of a file.

@@ -35,7 +35,7 @@ func StartRedis(t testing.TB) *Redis {
 	}
 	dir := t.TempDir()
 	for attempt := 0; attempt < 5; attempt++ {
-		port := freePort(t)
+		port := FreePort(t)
 		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning")
 		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
@@ -75,7 +75,8 @@ func (r *Redis) Client(t testing.TB) *redis.Client {
 	return c
 }
 
-func freePort(t testing.TB) int {
+// FreePort returns a TCP port free on 127.0.0.1 now.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -146,8 +146,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 	for i, p := range scheds {
 		cpu0[i], _ = readProcStat(p.pid())
 	}
-	rcpu0 := redisCPU(ctx, e.rdb)
-	cs0 := commandStats(ctx, e.rdb)
+	rm := startRedisMeter(ctx, e.rdb)
 	deadline := due.Add(20*time.Second + time.Duration(o.n/2000)*time.Second)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
 		return e.rdb.LLen(ctx, asynqKey(runQueue, "pending")).Result()
@@ -156,8 +155,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 		return nil, ctx.Err()
 	}
 	res.enq = arrival(samples, due, int64(o.n))
-	res.redisCPU = redisCPU(ctx, e.rdb) - rcpu0
-	res.cmdstats = diffCommandStats(cs0, commandStats(ctx, e.rdb))
+	res.redisCPU, res.cmdstats = rm.since(ctx, e.rdb)
 	for i, p := range scheds {
 		st, _ := readProcStat(p.pid())
 		res.schedCPU += st.cpu - cpu0[i].cpu
@@ -232,6 +230,21 @@ type cmdStat struct {
 	name  string
 	calls int64
 	usec  int64
+}
+
+// redisMeter is Redis's CPU time and command stats at a moment; since
+// returns what Redis spent after it.
+type redisMeter struct {
+	cpu  time.Duration
+	cmds map[string]cmdStat
+}
+
+func startRedisMeter(ctx context.Context, rdb *redis.Client) redisMeter {
+	return redisMeter{cpu: redisCPU(ctx, rdb), cmds: commandStats(ctx, rdb)}
+}
+
+func (m redisMeter) since(ctx context.Context, rdb *redis.Client) (time.Duration, []cmdStat) {
+	return redisCPU(ctx, rdb) - m.cpu, diffCommandStats(m.cmds, commandStats(ctx, rdb))
 }
 
 // commandStats reads INFO commandstats: calls and usec per command.

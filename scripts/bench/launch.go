@@ -64,13 +64,14 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	cpu0, rc0, cs0 := cpuOf(ps), redisCPU(ctx, e.rdb), commandStats(ctx, e.rdb)
+	cpu0, rm := cpuOf(ps), startRedisMeter(ctx, e.rdb)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
 		c, err := countQueue(ctx, e.rdb, runQueue)
 		return c.completed + c.retry + c.archived, err
 	}, int64(n), 20*time.Millisecond, time.Now().Add(30*time.Second+time.Duration(n/200)*time.Second))
+	redisSpent, cmds := rm.since(ctx, e.rdb)
 	res.cpuPerRun = (cpuOf(ps) - cpu0) / time.Duration(max(n, 1))
-	res.redisCPUPerRun = (redisCPU(ctx, e.rdb) - rc0) / time.Duration(max(n, 1))
+	res.redisCPUPerRun = redisSpent / time.Duration(max(n, 1))
 	stopAll(ps)
 	if len(samples) > 0 {
 		res.finished = samples[len(samples)-1].n
@@ -90,8 +91,7 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 			res.rate = float64(last.n-first.n) / d.Seconds()
 		}
 	}
-	e.logf("launch %d×%d: %d finished at %.0f runs/s; redis: %s", n, launchers, res.finished, res.rate,
-		formatCmdStats(diffCommandStats(cs0, commandStats(ctx, e.rdb)), 10))
+	e.logf("launch %d×%d: %d finished at %.0f runs/s; redis: %s", n, launchers, res.finished, res.rate, formatCmdStats(cmds, 10))
 
 	var ok atomic.Int64
 	err = forEach(ctx, n, 64, func(ctx context.Context, i int) error {

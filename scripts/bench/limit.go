@@ -99,7 +99,7 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		}
 		return nil
 	})
-	cpu0, rc0, cs0 := selfCPU(), redisCPU(ctx, e.rdb), commandStats(ctx, e.rdb)
+	cpu0, rm := selfCPU(), startRedisMeter(ctx, e.rdb)
 	if err := srv.Start(mux); err != nil {
 		return nil, fmt.Errorf("start drain server: %w", err)
 	}
@@ -111,12 +111,12 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		}
 	}
 	res.drained = count.Load()
+	redisSpent, cmds := rm.since(ctx, e.rdb)
 	res.drainCPU = (selfCPU() - cpu0) / time.Duration(max(res.drained, 1))
-	res.drainRedisCPU = (redisCPU(ctx, e.rdb) - rc0) / time.Duration(max(res.drained, 1))
+	res.drainRedisCPU = redisSpent / time.Duration(max(res.drained, 1))
 	if l := last.Load(); l > 0 {
 		res.drain = float64(n-1) / time.Duration(l-first.Load()).Seconds()
 	}
-	e.logf("limit: drained %d no-op tasks at %.0f/s; redis: %s", res.drained, res.drain,
-		formatCmdStats(diffCommandStats(cs0, commandStats(ctx, e.rdb)), 10))
+	e.logf("limit: drained %d no-op tasks at %.0f/s; redis: %s", res.drained, res.drain, formatCmdStats(cmds, 10))
 	return res, nil
 }

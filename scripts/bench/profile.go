@@ -99,9 +99,8 @@ func (b *bench) profile(ctx context.Context, n int) (*profileResult, error) {
 	}
 	defer f.Close()
 	runtime.GC()
-	st0, _ := readProcStat(os.Getpid())
-	cs0 := commandStats(ctx, e.rdb)
-	rc0 := redisCPU(ctx, e.rdb)
+	cpu0 := selfCPU()
+	rm := startRedisMeter(ctx, e.rdb)
 	t0 := time.Now()
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return nil, err
@@ -111,10 +110,8 @@ func (b *bench) profile(ctx context.Context, n int) (*profileResult, error) {
 	}, int64(n), 2*time.Millisecond, due.Add(20*time.Second+time.Duration(n/2000)*time.Second))
 	pprof.StopCPUProfile()
 	res.window = time.Since(t0)
-	res.redisCPU = redisCPU(ctx, e.rdb) - rc0
-	st1, _ := readProcStat(os.Getpid())
-	res.cpu = st1.cpu - st0.cpu
-	res.cmdstats = diffCommandStats(cs0, commandStats(ctx, e.rdb))
+	res.redisCPU, res.cmdstats = rm.since(ctx, e.rdb)
+	res.cpu = selfCPU() - cpu0
 	res.enq = arrival(samples, due, int64(n))
 	res.heapPath = filepath.Join(b.cfg.profileDir, fmt.Sprintf("burst-%d-allocs.pprof", n))
 	if hf, err := os.Create(res.heapPath); err == nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,7 @@ func StartRedis(t testing.TB) *Redis {
 	dir := t.TempDir()
 	for attempt := 0; attempt < 5; attempt++ {
 		port := FreePort(t)
-		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning")
+		cmd := exec.Command(bin, RedisArgs(port, dir)...)
 		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
 		logf, err := os.Create(logPath)
 		if err != nil {
@@ -49,7 +49,7 @@ func StartRedis(t testing.TB) *Redis {
 		}
 		r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}
 		r.URL = "redis://" + r.Addr
-		if waitReady(r.Addr, 10*time.Second) {
+		if WaitRedis(context.Background(), r.Addr, 10*time.Second, nil) == nil {
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				_, _ = cmd.Process.Wait()
@@ -78,29 +78,58 @@ func (r *Redis) Client(t testing.TB) *redis.Client {
 // FreePort returns a TCP port free on 127.0.0.1 now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
-func waitReady(addr string, timeout time.Duration) bool {
+// Port returns a TCP port free on 127.0.0.1 now. FreePort is the test
+// form; programs (the benchmark) call this one.
+func Port() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RedisArgs are redis-server's arguments for a throwaway server on a
+// loopback port: no persistence, in the foreground, warnings only.
+func RedisArgs(port int, dir string) []string {
+	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
+}
+
+// WaitRedis pings addr until it answers, timeout passes or ctx ends;
+// exited (may be nil) reports that the server process is gone, which
+// stops the wait early.
+func WaitRedis(ctx context.Context, addr string, timeout time.Duration, exited func() bool) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := c.Ping(pctx).Err()
 		cancel()
-		if err == nil {
-			return true
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case exited != nil && exited():
+			return fmt.Errorf("redis-server on %s exited", addr)
+		case time.Now().After(deadline):
+			return fmt.Errorf("redis-server on %s did not answer within %s: %w", addr, timeout, err)
 		}
-		tick := time.NewTimer(20 * time.Millisecond)
-		<-tick.C
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return false
 }
 
 func lastLines(s string, n int) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // env is what every scenario runs against: one Redis, the chronos binary,
@@ -198,7 +199,7 @@ func baseEnv() []string {
 // startChronos starts `chronos <role>` on the bench Redis with its own
 // HTTP port, and waits for /healthz.
 func (e *env) startChronos(ctx context.Context, role string, vars map[string]string) (*proc, error) {
-	port, err := freePort()
+	port, err := queuetest.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -335,15 +336,6 @@ func readProcStat(pid int) (procStat, error) {
 	return st, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startRedis starts redis-server on a free loopback port, persistence off.
 func (e *env) startRedis(ctx context.Context) (*proc, error) {
 	bin, err := exec.LookPath("redis-server")
@@ -351,32 +343,19 @@ func (e *env) startRedis(ctx context.Context) (*proc, error) {
 		return nil, fmt.Errorf("redis-server not found on PATH (apt-get install -y redis-server): %w", err)
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := queuetest.Port()
 		if err != nil {
 			return nil, err
 		}
-		p, err := e.spawn("redis", bin, []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", e.dir, "--daemonize", "no", "--loglevel", "warning"}, nil, false)
+		p, err := e.spawn("redis", bin, queuetest.RedisArgs(port, e.dir), nil, false)
 		if err != nil {
 			return nil, err
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && !p.exited() {
-			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := c.Ping(pctx).Err()
-			cancel()
-			if err == nil {
-				c.Close()
-				e.redisAddr = addr
-				return p, nil
-			}
-			if sleepCtx(ctx, 20*time.Millisecond) != nil {
-				break
-			}
+		if err := queuetest.WaitRedis(ctx, addr, 10*time.Second, p.exited); err == nil {
+			e.redisAddr = addr
+			return p, nil
 		}
-		c.Close()
 		p.stop(time.Second)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

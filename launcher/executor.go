@@ -31,9 +31,9 @@ type Request struct {
 	Meta Meta            `json:"meta"`
 }
 
-// Result is what an Executor reports. Status is STARTED (the run goes on
-// elsewhere and will report its end to POST /runs/{key}/status) or a final
-// SUCCESS/FAILED.
+// Result is what an Executor reports. Status SUCCESS or FAILED ends the
+// run; any other (STARTED, or none) means the run goes on elsewhere and
+// will report its end to POST /runs/{key}/status.
 type Result struct {
 	RunID  string          `json:"run_id"`
 	Status model.RunStatus `json:"status"`
@@ -113,9 +113,6 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 	var r Result
 	if len(bytes.TrimSpace(b)) > 0 {
 		_ = json.Unmarshal(b, &r) // a body that isn't ours just means "started"
-	}
-	if r.Status != model.RunSuccess && r.Status != model.RunFailed {
-		r.Status = model.RunStarted
 	}
 	return r, nil
 }

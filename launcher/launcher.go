@@ -125,26 +125,39 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "status", st.Status)
 		return nil
 	}
-	l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
+	retried, _ := asynq.GetRetryCount(ctx)
+	if retried == 0 { // a retry's delay is the backoff, not lateness
+		l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
+	}
 
+	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
 	if p.Source == model.SourceSchedule {
 		if reason := stillPlanned(st.Schedule, p); reason != "" {
 			l.logger.InfoContext(ctx, "run skipped",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
 			return l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason})
 		}
+		// A run enqueued ahead carries the workflow version its schedule
+		// named then; an upsert since then that points the schedule at
+		// another version (or user) applies to this run too.
+		if now := (runTarget{st.Schedule.WorkflowID, string(st.Schedule.Version), st.Schedule.UserID}); now != target {
+			target = now
+			if dag, err = l.store.GetWorkflow(ctx, target.workflowID, target.version); errors.Is(err, queue.ErrNotFound) {
+				dag = nil
+			} else if err != nil {
+				return err
+			}
+		}
 	}
-	dag := st.DAG
 	if dag == nil {
 		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
-			p.WorkflowID, p.Version, p.WorkflowID, p.Version))
+			target.workflowID, target.version, target.workflowID, target.version))
 	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
-		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: p.WorkflowID, Version: p.Version,
-		UserID: p.UserID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
+		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
+		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
 	}})
 	if err != nil {
-		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if isPermanent(err) || retried >= maxRetry {
 			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err))
@@ -153,9 +166,19 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
 		return err
 	}
+	// The run goes on elsewhere unless the executor says it ended.
+	if res.Status != model.RunSuccess && res.Status != model.RunFailed {
+		res.Status = model.RunStarted
+	}
+	if err := l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error}); err != nil {
+		return err
+	}
 	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
-	return l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
+	return nil
 }
+
+// runTarget is what a run executes: a workflow version, for a user.
+type runTarget struct{ workflowID, version, userID string }
 
 // stillPlanned returns why a scheduled run should not start ("" if it
 // should): its schedule (rec, nil when deleted) was deleted, paused, or
@@ -180,17 +203,24 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) string {
 
 // fail records the run FAILED and stops asynq from retrying it.
 func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string) error {
-	l.metrics.failedLaunch.Inc()
 	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
 	if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason}); err != nil {
 		return err
 	}
+	l.metrics.failedLaunch.Inc()
 	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
 }
+
+// reportTimeout bounds a status report, which runs even when the task's
+// context has ended (shutdown, task timeout): the executor has already
+// acted, and a lost report would make asynq start the run again.
+const reportTimeout = 5 * time.Second
 
 // report records a status; a run already final (timed out, reported by
 // the executor itself) is left as it is.
 func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
 	err := l.store.ReportTaskStatus(ctx, p, u)
 	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
 		l.logger.InfoContext(ctx, "status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)

@@ -175,8 +175,20 @@ func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
 	require.Equal(t, 1, calls())
 }
 
+// An executor that names no final status has started a run that goes on
+// elsewhere.
+func TestResultWithoutStatusIsStarted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &recordingExecutor{res: Result{RunID: "r-9"}}, nil)
+	b.manual(t, "key-6", true)
+	run := b.waitStatus(t, "key-6", model.RunStarted)
+	require.Equal(t, "r-9", run.RunID)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.launcher.metrics.launched.WithLabelValues("STARTED")))
+}
+
 // Runs are enqueued ahead of their time; one whose schedule was deleted,
-// paused or changed before it started is SKIPPED, not executed.
+// paused or changed before it started is SKIPPED, not executed. One whose
+// schedule now names another workflow version runs that version.
 func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	t.Parallel()
 	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
@@ -196,7 +208,7 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 		require.NoError(t, err)
 		return rec
 	}
-	keep, del, pause, change := mk("keep"), mk("del"), mk("pause"), mk("change")
+	keep, del, pause, change, repoint := mk("keep"), mk("del"), mk("pause"), mk("change"), mk("repoint")
 	b.clock.Advance(time.Hour)
 	for sh := range b.store.Config().Shards {
 		require.NoError(t, sched.TickShard(ctx, sh))
@@ -207,6 +219,10 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	change.CronExpr = "30 * * * *"
 	_, err = b.store.UpsertSchedule(ctx, change)
 	require.NoError(t, err)
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "2", []byte(`{"v":2}`)))
+	repoint.Version, repoint.UserID = "2", "someone-else"
+	_, err = b.store.UpsertSchedule(ctx, repoint)
+	require.NoError(t, err)
 
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 	require.NoError(t, err)
@@ -215,11 +231,20 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 
 	at := b.clock.Now()
 	b.waitStatus(t, model.IdempotencyKey(keep.ID, at), model.RunSuccess)
+	b.waitStatus(t, model.IdempotencyKey(repoint.ID, at), model.RunSuccess)
 	for id, reason := range map[string]string{del.ID: "deleted", pause.ID: "paused", change.ID: "no longer one of its fire times"} {
 		run := b.waitStatus(t, model.IdempotencyKey(id, at), model.RunSkipped)
 		require.Contains(t, run.Error, reason)
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	require.Len(t, ex.reqs, 1)
+	require.Len(t, ex.reqs, 2)
+	byID := map[string]Request{}
+	for _, r := range ex.reqs {
+		byID[r.Meta.ScheduleID] = r
+	}
+	require.Equal(t, "1", byID[keep.ID].Meta.Version)
+	require.Equal(t, "2", byID[repoint.ID].Meta.Version)
+	require.Equal(t, "someone-else", byID[repoint.ID].Meta.UserID)
+	require.JSONEq(t, `{"v":2}`, string(byID[repoint.ID].DAG))
 }

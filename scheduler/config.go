@@ -21,7 +21,9 @@ const (
 	RunTimeoutDefault = time.Hour
 	// MisfireGraceDefault is how late a run may be found and still count
 	// as on time; later ones are "missed" and follow the catch-up policy.
-	MisfireGraceDefault = 5 * time.Second
+	// It exceeds the default takeover bound (see Config.takeover, 7.7 s),
+	// so a replica that dies never makes its runs "missed" by itself.
+	MisfireGraceDefault = 10 * time.Second
 	// SpreadWindowDefault is the window the "spread" catch-up policy
 	// spreads missed runs over.
 	SpreadWindowDefault = time.Minute
@@ -80,6 +82,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("LEASE_TTL must be at least 1s, got %s", c.LeaseTTL)
 	case c.PageSize < 1 || c.PageSize > 10000:
 		return fmt.Errorf("page size must be between 1 and 10000, got %d", c.PageSize)
+	case c.MisfireGrace <= c.takeover():
+		return fmt.Errorf("MISFIRE_GRACE_MS (%d) must exceed the time other replicas may take to "+
+			"take over a dead replica's shards (LEASE_TTL + LEASE_TTL/3 + TICK_MS = %d ms), or runs due "+
+			"meanwhile would count as missed and follow the catch-up policy: raise MISFIRE_GRACE_MS or lower LEASE_TTL",
+			c.MisfireGrace.Milliseconds(), c.takeover().Milliseconds())
 	}
 	return nil
+}
+
+// takeover bounds how late a dead replica's shard is worked again: its
+// lease outlives it by up to LeaseTTL, the others try to take free shards
+// every LeaseTTL/3, and the first tick comes within a tick interval.
+func (c Config) takeover() time.Duration {
+	return c.LeaseTTL + c.LeaseTTL/3 + c.TickInterval
 }

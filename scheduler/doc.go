@@ -9,13 +9,14 @@
 //	           heartbeat: live replicas N, fair share ceil(SHARDS/N)
 //	free shard ──TryAcquire──▶ held ──Extend every TTL/3──▶ held
 //	                             │                            │
-//	        share exceeded ──────┤        extend failed, or   │
-//	        Stop ────────────────┤        now ≥ Until−margin ─┘
+//	        share exceeded ──────┤     extend refused, or     │
+//	        Stop ────────────────┤     Redis unreachable past │
+//	                             │     the lease's expiry ────┘
 //	                             ▼
 //	                  released / lost: the shard loop stops
 //
 // A replica acts on a shard only while its lease has more than the safety
-// margin left. It does not rely on that for correctness: two holders that
+// margin left (the shard loop skips its ticks otherwise). It does not rely on that for correctness: two holders that
 // overlap plan from the same state, the commit script applies one plan, and
 // asynq rejects a second task with the same TaskID (see package queue).
 package scheduler

@@ -27,7 +27,7 @@ type dueTime struct {
 // plan returns the plan for d and how many catch-up events dropped missed
 // runs (which the plan's runs don't show), for metrics.
 func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched model.Schedule, now time.Time) (p queue.Plan, missed int) {
-	p = queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
+	p = retirePlan(d)
 	if d.Next.IsZero() {
 		return p, 0 // nothing planned: retire
 	}
@@ -45,8 +45,10 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			missed++
 			t = sched.Next(cutoff.Add(-time.Nanosecond))
 		case model.CatchupLatest:
-			missed++
 			last := lastBefore(sched, t, cutoff)
+			if !last.Equal(t) {
+				missed++ // runs before last are dropped
+			}
 			times = append(times, dueTime{at: last, missed: true})
 			t = sched.Next(last)
 		default: // fire_immediately, spread
@@ -102,6 +104,13 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		p.NewScore = float64(max(p.NewNext.Add(-lead).UnixMilli(), now.UnixMilli()+1))
 	}
 	return p, missed
+}
+
+// retirePlan is the plan that removes d from the due set: the starting
+// point of every plan, and the whole plan of a deleted schedule or one
+// with no fire time left.
+func retirePlan(d queue.DueSchedule) queue.Plan {
+	return queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"math"
 	mrand "math/rand/v2"
 	"sync"
 	"time"
@@ -141,7 +140,13 @@ func (s *Scheduler) rebalance(ctx context.Context) {
 	shards := s.store.Config().Shards
 	for sh, l := range s.snapshot() {
 		ok, err := l.lease.Extend(ctx)
-		if err != nil || !ok {
+		switch {
+		case err != nil && s.leaseValid(l.lease):
+			// Redis did not answer: the lease is still ours until it
+			// expires, and the shard loop stops acting on it before then.
+			// Dropping it now would idle the shard for a whole TTL.
+			s.logger.WarnContext(ctx, "could not renew shard lease; retrying next round", "shard", sh, "err", err)
+		case err != nil || !ok:
 			s.logger.WarnContext(ctx, "lost shard lease", "shard", sh, "err", err)
 			s.stopShard(sh, false)
 		}
@@ -264,10 +269,12 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 			return
 		case <-t.C:
 		}
-		// A tick runs to completion even if Stop is called meanwhile: its
-		// commit and enqueues are short and leave nothing half done.
 		began := time.Now()
-		if err := s.tickShard(context.WithoutCancel(ctx), l.lease); err != nil {
+		switch err := s.tickShard(ctx, l.lease); {
+		case errors.Is(err, errLeaseLost):
+			// Renewal is late (rebalance logs why); not an error of the tick.
+			s.logger.DebugContext(ctx, "not ticking: shard lease about to expire", "shard", l.lease.Shard)
+		case err != nil:
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}
 		s.metrics.tick.Observe(time.Since(began).Seconds())
@@ -291,8 +298,8 @@ func (s *Scheduler) untilNextTick() time.Duration {
 
 var errLeaseLost = errors.New("shard lease is about to expire; not acting on it")
 
-// TickShard works one shard once, as its lease holder would. Exposed for
-// tests that drive ticks with a simulated clock; lease may be nil there.
+// TickShard works one shard once, as its lease holder would but without a
+// lease. Exposed for tests that drive ticks with a simulated clock.
 func (s *Scheduler) TickShard(ctx context.Context, shard int) error {
 	return s.tick(ctx, shard, func() bool { return true })
 }
@@ -301,7 +308,14 @@ func (s *Scheduler) tickShard(ctx context.Context, l *queue.Lease) error {
 	return s.tick(ctx, l.Shard, func() bool { return s.leaseValid(l) })
 }
 
+// tick works a shard's due schedules page by page. Each page's Redis work
+// runs to completion even when ctx ends (Stop, a shard given away): a
+// commit is short and atomic. Between pages, an ended ctx ends the tick,
+// so a backlog of many pages does not hold up Stop or the lease renewals
+// that wait for it; the next holder carries on from the stored state.
 func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) error {
+	stop := ctx
+	ctx = context.WithoutCancel(ctx)
 	if !valid() {
 		return errLeaseLost
 	}
@@ -364,7 +378,7 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		// A short page is the last one; a page of only stale plans means
 		// others are changing these schedules: leave them to the next tick
 		// rather than spin on them.
-		if len(due) < s.cfg.PageSize || !appliedAny {
+		if len(due) < s.cfg.PageSize || !appliedAny || stop.Err() != nil {
 			return nil
 		}
 	}
@@ -374,13 +388,12 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 // cannot be compiled any more (stored by an older version, say) is retired
 // rather than retried forever.
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
-	stale := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
 	if d.Hash == nil {
-		return stale, 0, nil // deleted: Commit drops the member
+		return retirePlan(d), 0, nil // deleted: Commit drops the member
 	}
 	c, err := s.cache.get(d.Def, d.Hash)
 	if err != nil {
-		return stale, 0, err
+		return retirePlan(d), 0, err
 	}
 	p, missed := s.planner.plan(d, c.rec, c.sched, now)
 	return p, missed, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -246,13 +247,14 @@ func TestRunTimeoutReleasesSchedule(t *testing.T) {
 func TestCatchupPolicies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		policy model.CatchupPolicy
-		want   int // runs recorded for the missed hour (00:05 to 00:55: 11 missed)
+		policy  model.CatchupPolicy
+		want    int     // runs recorded for the missed hour (00:05 to 00:55: 11 missed)
+		dropped float64 // chronos_runs_missed_total: catch-ups that dropped runs
 	}{
-		{model.CatchupNone, 0},
-		{model.CatchupLatest, 1},
-		{model.CatchupFireImmediately, 11},
-		{model.CatchupSpread, 11},
+		{model.CatchupNone, 0, 1},
+		{model.CatchupLatest, 1, 1},
+		{model.CatchupFireImmediately, 11, 0},
+		{model.CatchupSpread, 11, 0},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			t.Parallel()
@@ -283,10 +285,64 @@ func TestCatchupPolicies(t *testing.T) {
 			if tc.policy == model.CatchupLatest {
 				require.Equal(t, start.Add(55*time.Minute), missed[0].RunAt)
 			}
+			require.Equal(t, tc.dropped, testutil.ToFloat64(b.sched.metrics.missed))
 			// The 01:00 run was within the misfire grace: it fires as planned.
 			require.Equal(t, start.Add(time.Hour), runs[0].RunAt)
 		})
 	}
+}
+
+// With one missed run, "latest" fires it and drops nothing.
+func TestCatchupLatestWithOneMissedRunDropsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "h", CronExpr: "0 * * * *", CatchupPolicy: model.CatchupLatest})
+	b.clock.Set(start.Add(time.Hour + 30*time.Second)) // the 01:00 run is found 30 s late
+	b.tickAll(t)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T01:00:00Z")
+	require.Zero(t, testutil.ToFloat64(b.sched.metrics.missed))
+}
+
+// A misfire grace shorter than a shard takeover would make a replica's
+// death look like downtime to the catch-up policies: refused at start.
+func TestMisfireGraceMustCoverTakeover(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	_, err := New(b.store, &Config{MisfireGrace: 5 * time.Second}, nil, nil)
+	require.ErrorContains(t, err, "MISFIRE_GRACE_MS (5000) must exceed")
+	require.ErrorContains(t, err, "= 7666 ms")
+	_, err = New(b.store, &Config{MisfireGrace: 5 * time.Second, LeaseTTL: 2 * time.Second}, nil, nil)
+	require.NoError(t, err)
+}
+
+// A tick whose context ends (Stop, a shard given away) finishes the page
+// it is on and stops; the next tick carries on, each run once.
+func TestTickStopsBetweenPagesWhenCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{PageSize: 2}, nil)
+	const n = 20
+	for i := range n {
+		b.upsert(t, model.ScheduleRecord{ID: fmt.Sprintf("p%02d", i), CronExpr: "* * * * *"})
+	}
+	b.clock.Set(start.Add(time.Minute + 3*time.Second))
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	count := func() int {
+		total := 0
+		for i := range n {
+			runs, err := b.store.ListRuns(context.Background(), fmt.Sprintf("p%02d", i), 10)
+			require.NoError(t, err)
+			total += len(runs)
+		}
+		return total
+	}
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, b.sched.TickShard(cancelled, sh))
+	}
+	require.LessOrEqual(t, count(), 2*b.store.Config().Shards, "one page per shard")
+	require.Positive(t, count(), "the page in progress is finished")
+	b.tickAll(t)
+	require.Equal(t, n, count())
 }
 
 func TestMaxCatchupPerTick(t *testing.T) {

@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		stale: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_plans_stale_total",
 			Help: "Plans not applied because the schedule changed meanwhile (another replica, an upsert, a status)."}),
 		drift: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_enqueue_drift_seconds",
-			Help:    "Actual enqueue time minus planned fire time; 0 when the task was enqueued ahead with ProcessAt.",
+			Help:    "Actual enqueue time minus planned fire time; 0 when the task was enqueued ahead with ProcessAt. A run caught up after downtime is planned for the catch-up time, so its lateness shows in its run record (fire_at - run_at), not here.",
 			Buckets: []float64{0, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 		tick: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_tick_duration_seconds",
 			Help: "Time to work one shard for one tick.", Buckets: prometheus.DefBuckets}),

@@ -31,8 +31,9 @@ import (
 )
 
 // The chaos test: the built binary as 1 api, 3 schedulers and 2 launchers on
-// one real Redis, a few hundred schedules firing every second while the
-// schedulers are killed with SIGKILL and frozen with SIGSTOP. It audits
+// one real Redis, a few hundred schedules firing every second (half of
+// them dropping missed runs) while the schedulers are killed with SIGKILL
+// and frozen with SIGSTOP. It audits
 // exactly one run record and one asynq task per planned run, none missing,
 // and at-least-once execution, from Redis and the API (never from logs).
 const (
@@ -454,15 +455,19 @@ func (s chaosSchedule) plannedUpTo(end time.Time) []time.Time {
 	return out
 }
 
-// register upserts n schedules firing every second and reads back each
-// one's created_at.
+// register upserts n schedules firing every second, half of them with
+// catchup_policy none, and reads back each one's created_at.
 func (c *chaosCluster) register(n int) []chaosSchedule {
 	t := c.t
 	out := make([]chaosSchedule, n)
 	for i := range out {
 		id := fmt.Sprintf("chaos-%03d", i)
+		// Half the schedules drop missed runs: a replica's death must
+		// never make a run "missed" (MISFIRE_GRACE_MS exceeds a shard
+		// takeover), so these too must fire every planned run.
+		catchup := [2]string{"fire_immediately", "none"}[i%2]
 		code, body := c.call(http.MethodPost, "/schedules/upsert", fmt.Sprintf(
-			`{"schedule_id":%q,"workflow_id":"chaos","version":1,"user_id":"chaos-test","cron_expr":"* * * * * *","timezone":"UTC"}`, id))
+			`{"schedule_id":%q,"workflow_id":"chaos","version":1,"user_id":"chaos-test","cron_expr":"* * * * * *","timezone":"UTC","catchup_policy":%q}`, id, catchup))
 		require.Equal(t, http.StatusOK, code, body)
 		var up struct {
 			ScheduleID string     `json:"schedule_id"`

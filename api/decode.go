@@ -139,13 +139,20 @@ func (o object) version(name string) (model.Version, error) {
 	return ver, nil
 }
 
-// parseTime parses an RFC 3339 time into UTC.
+// parseTime parses an RFC 3339 time into UTC. The instant must lie in
+// years 1 to 9999 UTC: "9999-12-31T23:59:59-05:00" parses, but its UTC
+// form can't be written back as RFC 3339, so storing it would make every
+// later read of the record fail.
 func parseTime(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}, fieldError(field, "invalid RFC 3339 time %q, want e.g. \"2026-01-01T00:00:00Z\"", s)
 	}
-	return t.UTC(), nil
+	t = t.UTC()
+	if y := t.Year(); y < 1 || y > 9999 {
+		return time.Time{}, fieldError(field, "%q is outside years 1 to 9999 in UTC", s)
+	}
+	return t, nil
 }
 
 // queryInt reads an integer query parameter in [lo, hi], def when absent.
@@ -161,12 +168,18 @@ func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// pathID reads and checks an identifier path parameter.
+// pathID reads and checks an identifier path parameter. Echo routes on
+// the raw (escaped) path only when the URL has one that differs from the
+// default encoding (an escaped "/", say); otherwise it routes on the
+// already decoded path, and unescaping again would turn "x%2541" into
+// "xA" instead of "x%41".
 func pathID(c echo.Context, param, field string) (string, error) {
-	raw := c.Param(param)
-	v, err := url.PathUnescape(raw)
-	if err != nil {
-		return "", fieldError(field, "invalid path escape in %q", raw)
+	v := c.Param(param)
+	if c.Request().URL.RawPath != "" {
+		var err error
+		if v, err = url.PathUnescape(v); err != nil {
+			return "", fieldError(field, "invalid path escape in %q", c.Param(param))
+		}
 	}
 	if err := model.ValidateID(field, v); err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,6 +63,24 @@ func TestUpsertAndGet(t *testing.T) {
 	requireError(t, b.do(t, http.MethodGet, "/schedules/nope", nil), http.StatusNotFound, api.CodeNotFound, "schedule nope: not found")
 	requireError(t, b.do(t, http.MethodGet, "/schedules/s1?runs=101", nil), http.StatusBadRequest, api.CodeInvalidArgument, "runs: must be an integer between 0 and 100")
 	requireError(t, b.do(t, http.MethodGet, "/schedules/s1?runs=x", nil), http.StatusBadRequest, api.CodeInvalidArgument, "runs:")
+}
+
+// TestPathIDsAreDecodedOnce: an id is decoded exactly once whether or not
+// the request path needs a raw form. "x%41" (sent as x%2541) must not be
+// mistaken for "xA", and "a/b" (sent as a%2Fb) must reach its schedule.
+func TestPathIDsAreDecodedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, id := range []string{"xA", "x%41", "a/b", "a%2Fb", "100%"} {
+		upsert(t, b, schedule(id))
+	}
+	for _, id := range []string{"xA", "x%41", "a/b", "a%2Fb", "100%"} {
+		got := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/"+url.PathEscape(id), nil)
+		require.Equal(t, id, got.ID)
+	}
+	require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/schedules/"+url.PathEscape("x%41"), nil).Code)
+	requireError(t, b.do(t, http.MethodGet, "/schedules/x%2541", nil), http.StatusNotFound, api.CodeNotFound, "schedule x%41: not found")
+	require.Equal(t, "xA", ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/xA", nil).ID)
 }
 
 func TestUpsertOptionalFields(t *testing.T) {
@@ -216,6 +235,9 @@ func TestUpsertValidation(t *testing.T) {
 		{"PosixStep", with("dialect", "posix"), ""}, // placeholder replaced below
 		{"StartAtFormat", with("start_at", "yesterday"), `start_at: invalid RFC 3339 time "yesterday"`},
 		{"StartAtType", with("start_at", 1767225600), "start_at: must be an RFC 3339 time string"},
+		{"EndAtPastYear9999", with("end_at", "9999-12-31T23:59:59-05:00"), `end_at: "9999-12-31T23:59:59-05:00" is outside years 1 to 9999 in UTC`},
+		{"StartAtBeforeYear1", with("start_at", "0000-12-31T23:00:00Z"), `start_at: "0000-12-31T23:00:00Z" is outside years 1 to 9999 in UTC`},
+		{"CronTooLong", with("cron_expr", "0 9 * * *"+strings.Repeat(" ", model.MaxCronLen)), "cron_expr: cron expression longer than 1024 characters"},
 		{"EndAtBeforeStart", both("start_at", "2026-02-01T00:00:00Z", "end_at", "2026-01-01T00:00:00Z"), "end_at: is before start_at"},
 		{"JitterNegative", with("jitter_ms", -1), "jitter_ms: must be between 0 and 86400000"},
 		{"JitterTooBig", with("jitter_ms", model.MaxJitterMs+1), "jitter_ms: must be between 0 and 86400000"},

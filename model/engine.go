@@ -31,6 +31,12 @@ type Schedule interface {
 	Next(after time.Time) time.Time
 }
 
+// MaxCronLen bounds a cron expression. The longest useful one (every
+// value of every field listed) is well under it; the bound keeps a request
+// from making the parser, the parse cache and the schedule record hold
+// megabytes.
+const MaxCronLen = 1024
+
 // ParseCron parses expr in dialect (empty means standard) and evaluates it in
 // zone tz (empty means UTC). "@every <d>" (standard only) yields an Every
 // anchored at anchor.
@@ -39,6 +45,9 @@ type Schedule interface {
 // can ever satisfy (such as "0 0 30 2 *") is an error, so an accepted
 // expression always has fire times.
 func ParseCron(expr, tz string, dialect Dialect, anchor time.Time) (Schedule, error) {
+	if len(expr) > MaxCronLen {
+		return nil, fmt.Errorf("cron expression longer than %d characters", MaxCronLen)
+	}
 	if dialect != "" && dialect != DialectStandard && dialect != DialectPosix {
 		return nil, fmt.Errorf("unknown dialect %q (want standard or posix)", dialect)
 	}

@@ -111,6 +111,8 @@ func FuzzResolveOnce(f *testing.F) {
 			return
 		}
 		require.True(t, at.After(now), "ResolveOnce = %s, now %s", at, now)
+		_, inRange := unixInRange(at)
+		require.True(t, inRange, "ResolveOnce = %s, after year 9999", at)
 		require.Zero(t, at.Nanosecond())
 		require.Equal(t, time.UTC, at.Location())
 		require.Equal(t, at, Once{At: at}.Next(now))

@@ -115,7 +115,11 @@ func ResolveOnce(delaySeconds *int64, fireAt string, now time.Time) (time.Time, 
 	default:
 		return time.Time{}, errors.New("once alarm requires delay_seconds or fire_at")
 	}
-	return ceilSecond(at).UTC(), nil
+	at = ceilSecond(at).UTC()
+	if _, ok := unixInRange(at); !ok {
+		return time.Time{}, fmt.Errorf("fire_at %s is after year 9999 in UTC", fireAt)
+	}
+	return at, nil
 }
 
 // ceilSecond rounds t up to the whole second.

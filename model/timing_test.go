@@ -132,6 +132,8 @@ func TestResolveOnce(t *testing.T) {
 		{name: "zero delay", delay: ptr(0), wantErr: "delay_seconds must be > 0"},
 		{name: "negative delay", delay: ptr(-5), wantErr: "delay_seconds must be > 0"},
 		{name: "huge delay", delay: ptr(1 << 62), wantErr: "delay_seconds 4611686018427387904 is too large (fire time after year 9999)"},
+		{name: "fire_at past year 9999 in UTC", fireAt: "9999-12-31T23:59:59-05:00", wantErr: "fire_at 9999-12-31T23:59:59-05:00 is after year 9999 in UTC"},
+		{name: "fire_at rounding past year 9999", fireAt: "9999-12-31T23:59:59.5Z", wantErr: "fire_at 9999-12-31T23:59:59.5Z is after year 9999 in UTC"},
 		{name: "not rfc3339", fireAt: "tomorrow", wantErr: `invalid fire_at "tomorrow" (want RFC3339)`},
 		{name: "no zone", fireAt: "2026-01-02T00:00:00", wantErr: `invalid fire_at "2026-01-02T00:00:00" (want RFC3339)`},
 		{name: "past", fireAt: "2025-12-31T00:00:00Z", wantErr: "fire_at 2025-12-31T00:00:00Z is not in the future"},

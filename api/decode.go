@@ -187,6 +187,22 @@ func pathID(c echo.Context, param, field string) (string, error) {
 	return v, nil
 }
 
+// workflowTarget reads what a run executes: workflow_id, version and
+// user_id, all required.
+func workflowTarget(o object) (workflowID string, version model.Version, userID string, err error) {
+	if workflowID, err = requireID(o, "workflow_id"); err != nil {
+		return
+	}
+	if version, err = o.version("version"); err != nil {
+		return
+	}
+	if err = model.ValidateID("version", string(version)); err != nil {
+		return
+	}
+	userID, err = boundedString(o, "user_id", true)
+	return
+}
+
 // requireID checks a required identifier field of a body.
 func requireID(o object, name string) (string, error) {
 	v, err := o.str(name)

@@ -92,18 +92,7 @@ func (s *server) startManualRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	wf, err := requireID(o, "workflow_id")
-	if err != nil {
-		return err
-	}
-	ver, err := o.version("version")
-	if err != nil {
-		return err
-	}
-	if err := model.ValidateID("version", string(ver)); err != nil {
-		return err
-	}
-	user, err := boundedString(o, "user_id", true)
+	wf, ver, user, err := workflowTarget(o)
 	if err != nil {
 		return err
 	}

@@ -110,16 +110,7 @@ func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
 	if rec.ID == "" {
 		rec.ID = newScheduleID()
 	}
-	if rec.WorkflowID, err = requireID(o, "workflow_id"); err != nil {
-		return nil, err
-	}
-	if rec.Version, err = o.version("version"); err != nil {
-		return nil, err
-	}
-	if err := model.ValidateID("version", string(rec.Version)); err != nil {
-		return nil, err
-	}
-	if rec.UserID, err = boundedString(o, "user_id", true); err != nil {
+	if rec.WorkflowID, rec.Version, rec.UserID, err = workflowTarget(o); err != nil {
 		return nil, err
 	}
 	if rec.CronExpr, err = o.str("cron_expr"); err != nil {

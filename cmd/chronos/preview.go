@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chronos-sched/chronos/api"
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -27,8 +28,8 @@ func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 		}
 		after = t
 	}
-	if c.Count < 1 || c.Count > 100 {
-		return fmt.Errorf("--count must be between 1 and 100, got %d", c.Count)
+	if c.Count < 1 || c.Count > api.PreviewCountMax {
+		return fmt.Errorf("--count must be between 1 and %d, got %d", api.PreviewCountMax, c.Count)
 	}
 	s, err := model.ParseCron(c.Cron, c.TZ, model.Dialect(c.Dialect), after)
 	if err != nil {

@@ -165,6 +165,16 @@ func TestHTTPExecutorRetriesThenFails(t *testing.T) {
 	require.Equal(t, 2, calls())
 }
 
+func TestNoRetryFailsOnFirstError(t *testing.T) {
+	t.Parallel()
+	url, calls := failingExecutor(t, http.StatusServiceUnavailable)
+	b := setup(t, NewHTTPExecutor(url, 5*time.Second, 4), &queue.Config{TaskMaxRetry: queue.NoRetry})
+	b.manual(t, "key-7", true)
+	run := b.waitStatus(t, "key-7", model.RunFailed)
+	require.Contains(t, run.Error, "after 1 attempts")
+	require.Equal(t, 1, calls())
+}
+
 func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
 	t.Parallel()
 	url, calls := failingExecutor(t, http.StatusUnprocessableEntity)

@@ -21,6 +21,9 @@ const (
 	LookaheadDefault = 60 * time.Second
 	// TaskMaxRetryDefault is how often asynq retries a failing launch.
 	TaskMaxRetryDefault = 5
+	// NoRetry as Config.TaskMaxRetry makes the first failed launch attempt
+	// final (zero there means the default).
+	NoRetry = -1
 )
 
 // Config configures a Store. The zero value of each field means its default.
@@ -45,7 +48,7 @@ type Config struct {
 	// QueueName is the asynq queue of run tasks. Default QueueNameDefault.
 	QueueName string
 	// TaskMaxRetry is asynq's retry count for a run task. Default
-	// TaskMaxRetryDefault.
+	// TaskMaxRetryDefault; NoRetry for none.
 	TaskMaxRetry int
 	// TaskTimeout bounds one launch attempt. Default 5 minutes.
 	TaskTimeout time.Duration

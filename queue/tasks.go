@@ -49,7 +49,7 @@ func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt 
 	}
 	m := asynqMessage{
 		Type: TaskTypeRun, Payload: payload, ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
-		Retry: int32(s.cfg.TaskMaxRetry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
+		Retry: int32(max(s.cfg.TaskMaxRetry, 0)), Timeout: int64(s.cfg.TaskTimeout / time.Second),
 		Retention: int64(s.cfg.TaskRetention / time.Second),
 	}
 	if p.FireAt.After(now) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/queue/queuetest"
@@ -108,6 +109,9 @@ func runEndToEnd(t *testing.T, args ...string) {
 	code, body = req(http.MethodGet, "/monitoring/api/queues", "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"queue":"chronos"`)
+	// Read-only unless MONITORING_WRITABLE: no one can delete the queue.
+	code, body = req(http.MethodDelete, "/monitoring/api/queues/chronos", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code, body)
 	code, body = req(http.MethodGet, "/metrics", "")
 	require.Equal(t, http.StatusOK, code)
 	for _, m := range []string{"chronos_runs_emitted_total", "chronos_schedules_due_total", "chronos_enqueue_drift_seconds",
@@ -128,4 +132,51 @@ func TestMissingRedisURLIsExplained(t *testing.T) {
 	err := execute(context.Background(), []string{"launcher", "--redis-url", "redis://127.0.0.1:1", "--executor", "http"},
 		&Env{Stdout: io.Discard, Stderr: io.Discard})
 	require.ErrorContains(t, err, "EXECUTOR_URL")
+}
+
+// Zero means "the default" inside the packages; on the command line it is
+// a mistake, and says so, except TASK_MAX_RETRY=0 (no retries).
+func TestZeroSettingsAreRejected(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"all", "--shards", "0"}, "SHARDS must be greater than 0, got 0"},
+		{[]string{"scheduler", "--tick-ms", "0"}, "TICK_MS must be greater than 0, got 0"},
+		{[]string{"scheduler", "--lease-ttl", "0s"}, "LEASE_TTL must be greater than 0, got 0s"},
+		{[]string{"launcher", "--launcher-concurrency", "0"}, "LAUNCHER_CONCURRENCY must be greater than 0, got 0"},
+		{[]string{"launcher", "--shutdown-timeout=-1s"}, "SHUTDOWN_TIMEOUT must be greater than 0, got -1s"},
+		{[]string{"api", "--run-history", "0"}, "RUN_HISTORY must be greater than 0, got 0"},
+		{[]string{"api", "--task-max-retry=-1"}, "TASK_MAX_RETRY must be 0 (no retries) or more, got -1"},
+	} {
+		err := execute(context.Background(), append(tc.args, "--redis-url", "redis://127.0.0.1:1", "--http-addr", "127.0.0.1:0"),
+			&Env{Stdout: io.Discard, Stderr: io.Discard})
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+}
+
+func TestRedisURLs(t *testing.T) {
+	t.Parallel()
+	c, err := newRedis("redis-sentinel://:s3cret@h1:26379,h2:26379/mymaster/3")
+	require.NoError(t, err)
+	opt := c.(*redis.Client).Options()
+	require.Equal(t, 3, opt.DB)
+	require.Equal(t, "s3cret", opt.Password)
+	require.NoError(t, c.Close())
+
+	for _, bad := range []string{"redis-sentinel://:s3cret@h1:26379/", "redis-sentinel://:s3cret@h1:26379/m/x", "redis://:s3cret@h1:notaport/0"} {
+		_, err := newRedis(bad)
+		require.Error(t, err, bad)
+		require.NotContains(t, err.Error(), "s3cret", bad)
+	}
+	for in, want := range map[string]string{
+		"redis://:s3cret@h:6379/0":             "redis://:xxxxx@h:6379/0",
+		"redis://user:s3cret@h:6379":           "redis://user:xxxxx@h:6379",
+		"redis-sentinel://:s3cret@h1:1,h2:2/m": "redis-sentinel://:xxxxx@h1:1,h2:2/m",
+		"redis://user@h:6379":                  "redis://user@h:6379",
+		"redis://h:6379/0":                     "redis://h:6379/0",
+	} {
+		require.Equal(t, want, redactURL(in))
+	}
 }

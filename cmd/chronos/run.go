@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +93,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		RunHistory:    p.common.RunHistory,
 		TaskRetention: p.common.TaskRetention,
 		QueueName:     p.common.Queue,
-		TaskMaxRetry:  p.common.TaskMaxRetry,
+		TaskMaxRetry:  cmp.Or(p.common.TaskMaxRetry, queue.NoRetry), // TASK_MAX_RETRY=0: none, not the default
 	})
 	if err != nil {
 		return err
@@ -113,7 +115,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		}
 		e = api.New(store, apiCfg, logger, reg)
 		if p.api.Monitoring {
-			mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: clientConnOpt{rdb}, ReadOnly: false})
+			mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: clientConnOpt{rdb}, ReadOnly: !p.api.MonitoringWritable})
 			e.Any("/monitoring", echo.WrapHandler(mon))
 			e.Any("/monitoring/*", echo.WrapHandler(mon))
 		}
@@ -159,6 +161,18 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
+	// The deferred stops run in reverse: scheduler, launcher, then HTTP,
+	// on every way out of here, each with its own time budget (the
+	// launcher's is SHUTDOWN_TIMEOUT), so a slow one can't eat the next
+	// one's.
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(stopCtx); err != nil {
+			logger.Warn("HTTP shutdown", "err", err)
+		}
+		logger.Info("stopped")
+	}()
 	logger.Info("chronos started", "http_addr", ln.Addr().String(), "api", p.api != nil,
 		"scheduler", sched != nil, "launcher", launch != nil, "redis", redactURL(redisURL))
 	if env.Ready != nil {
@@ -169,37 +183,43 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		if err := launch.Start(ctx); err != nil {
 			return err
 		}
+		defer launch.Stop()
 	}
 	if sched != nil {
 		if err := sched.Start(ctx); err != nil {
 			return err
 		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), schedulerStopTimeout)
+			defer cancel()
+			if err := sched.Stop(stopCtx); err != nil {
+				logger.Warn("scheduler stop", "err", err)
+			}
+		}()
 	}
 
 	select {
 	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
 	case err := <-srvErr:
 		return fmt.Errorf("HTTP server: %w", err)
 	}
-	logger.Info("shutting down")
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancelStop()
-	if sched != nil {
-		if err := sched.Stop(stopCtx); err != nil {
-			logger.Warn("scheduler stop", "err", err)
-		}
-	}
-	if launch != nil {
-		launch.Stop()
-	}
-	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		logger.Warn("HTTP shutdown", "err", err)
-	}
-	logger.Info("stopped")
-	return nil
 }
 
+const (
+	// httpShutdownTimeout bounds the wait for API requests in progress;
+	// they are short (one or two Redis round trips).
+	httpShutdownTimeout = 10 * time.Second
+	// schedulerStopTimeout bounds the wait for the tick in progress to end
+	// (it stops between pages) and the leases to be released.
+	schedulerStopTimeout = 10 * time.Second
+)
+
 func (p processSpec) validate() error {
+	if err := p.validateNumbers(); err != nil {
+		return err
+	}
 	if p.launch != nil && p.launch.Executor == "http" {
 		u, err := url.Parse(p.launch.ExecutorURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -212,40 +232,88 @@ func (p processSpec) validate() error {
 	return nil
 }
 
+// validateNumbers rejects settings of zero or less where zero means
+// nothing. The packages read a zero as "use the default", which would
+// quietly turn SHARDS=0 into 16 or LAUNCHER_CONCURRENCY=0 into 10.
+func (p processSpec) validateNumbers() error {
+	c := p.common
+	errs := []error{
+		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
+	}
+	if c.TaskMaxRetry < 0 {
+		errs = append(errs, fmt.Errorf("TASK_MAX_RETRY must be 0 (no retries) or more, got %d", c.TaskMaxRetry))
+	}
+	if s := p.sched; s != nil {
+		errs = append(errs, positive("TICK_MS", s.TickMS), positive("MAX_CATCHUP_PER_TICK", s.MaxCatchupPerTick),
+			positive("LEASE_TTL", s.LeaseTTL), positive("RUN_TIMEOUT", s.RunTimeout), positive("MISFIRE_GRACE_MS", s.MisfireGraceMS))
+	}
+	if l := p.launch; l != nil {
+		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),
+			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func positive[T int | int64 | time.Duration](name string, v T) error {
+	if v <= 0 {
+		return fmt.Errorf("%s must be greater than 0, got %v", name, v)
+	}
+	return nil
+}
+
 // newRedis opens a client for redis://, rediss:// or
 // redis-sentinel://[:password@]host:port[,host:port...]/master[/db].
 func newRedis(raw string) (redis.UniversalClient, error) {
 	if rest, ok := strings.CutPrefix(raw, "redis-sentinel://"); ok {
+		bad := fmt.Errorf("REDIS_URL %q: want redis-sentinel://[:password@]host:port[,host:port]/master-name[/db]", redactURL(raw))
 		password := ""
 		if at := strings.LastIndex(rest, "@"); at >= 0 {
 			password = strings.TrimPrefix(rest[:at], ":")
 			rest = rest[at+1:]
 		}
 		hosts, path, _ := strings.Cut(rest, "/")
-		master, _, _ := strings.Cut(path, "/")
+		master, dbText, hasDB := strings.Cut(path, "/")
+		db := 0
+		if hasDB {
+			var err error
+			if db, err = strconv.Atoi(dbText); err != nil || db < 0 {
+				return nil, bad
+			}
+		}
 		if hosts == "" || master == "" {
-			return nil, fmt.Errorf("REDIS_URL %q: want redis-sentinel://[:password@]host:port[,host:port]/master-name", raw)
+			return nil, bad
 		}
 		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: master, SentinelAddrs: strings.Split(hosts, ","), Password: password,
+			MasterName: master, SentinelAddrs: strings.Split(hosts, ","), Password: password, DB: db,
 		}), nil
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // it repeats the URL, password and all
+		}
 		return nil, fmt.Errorf("REDIS_URL %q: %w", redactURL(raw), err)
 	}
 	return redis.NewClient(opt), nil
 }
 
+// redactURL hides the password of a Redis URL for logs and errors. It
+// works on the text, not url.Parse, so a URL that doesn't parse (a
+// sentinel list, a typo) doesn't leak its password either.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
 	}
-	return u.String()
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // clientConnOpt hands asynqmon our client instead of a second connection

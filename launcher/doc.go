@@ -5,5 +5,6 @@
 //
 // Execution is at least once: a launcher that dies mid-run leaves the task
 // to asynq's retry, and the executor receives the same idempotency key
-// again to deduplicate.
+// again to deduplicate. A task asynq archives before the handler recorded
+// an end (the last attempt's launcher died) fails its run (archived.go).
 package launcher

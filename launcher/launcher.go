@@ -25,6 +25,9 @@ const (
 	ForwardIntervalDefault = 100 * time.Millisecond
 	// ShutdownTimeoutDefault is how long Stop waits for runs in progress.
 	ShutdownTimeoutDefault = 30 * time.Second
+	// ArchiveSweepIntervalDefault is how often a launcher fails the runs
+	// of tasks asynq archived before they launched (see archived.go).
+	ArchiveSweepIntervalDefault = time.Minute
 )
 
 // Config configures a Launcher. The zero value of each field means its
@@ -42,6 +45,10 @@ type Config struct {
 	// ShutdownTimeout bounds Stop's wait for runs in progress. Default
 	// ShutdownTimeoutDefault.
 	ShutdownTimeout time.Duration
+	// ArchiveSweepInterval is how often runs whose tasks asynq archived
+	// before they launched are marked FAILED. Default
+	// ArchiveSweepIntervalDefault.
+	ArchiveSweepInterval time.Duration
 	// Executor starts runs. Required.
 	Executor Executor
 }
@@ -53,6 +60,9 @@ type Launcher struct {
 	logger  *slog.Logger
 	srv     *asynq.Server
 	metrics *metrics
+
+	stopSweep  context.CancelFunc
+	sweepEnded chan struct{}
 }
 
 // New returns a launcher; logger and reg may be nil.
@@ -68,6 +78,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, ForwardIntervalDefault)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
+	c.ArchiveSweepInterval = cmp.Or(c.ArchiveSweepInterval, ArchiveSweepIntervalDefault)
 	if c.Concurrency < 1 {
 		return nil, fmt.Errorf("LAUNCHER_CONCURRENCY must be at least 1, got %d", c.Concurrency)
 	}
@@ -93,19 +104,31 @@ func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
 	return min(time.Second<<min(n, 20), 5*time.Minute)
 }
 
-// Start starts processing tasks and returns.
-func (l *Launcher) Start(context.Context) error {
+// Start starts processing tasks and returns. Call it once.
+func (l *Launcher) Start(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TaskTypeRun, l.handle)
 	if err := l.srv.Start(mux); err != nil {
 		return fmt.Errorf("start launcher: %w", err)
 	}
+	ctx, l.stopSweep = context.WithCancel(context.WithoutCancel(ctx))
+	l.sweepEnded = make(chan struct{})
+	go func() {
+		defer close(l.sweepEnded)
+		l.archivedLoop(ctx)
+	}()
 	return nil
 }
 
 // Stop stops taking tasks and waits up to the shutdown timeout for runs in
 // progress; unfinished ones go back to the queue.
-func (l *Launcher) Stop() { l.srv.Shutdown() }
+func (l *Launcher) Stop() {
+	if l.stopSweep != nil {
+		l.stopSweep()
+		<-l.sweepEnded
+	}
+	l.srv.Shutdown()
+}
 
 // handle carries out one run task.
 func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
@@ -240,7 +263,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		launched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_runs_launched_total",
 			Help: "Runs the executor accepted, by the status it reported."}, []string{"status"}),
 		failedLaunch: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_failed_launch_total",
-			Help: "Runs marked FAILED by a launcher: executor errors after retries, missing workflows."}),
+			Help: "Runs marked FAILED by a launcher: executor errors after retries, missing workflows, tasks asynq archived before they launched."}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_run_start_delay_seconds",
 			Help:    "Time from a run's fire time to a launcher starting it.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
@@ -257,4 +258,53 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	require.Equal(t, "2", byID[repoint.ID].Meta.Version)
 	require.Equal(t, "someone-else", byID[repoint.ID].Meta.UserID)
 	require.JSONEq(t, `{"v":2}`, string(byID[repoint.ID].DAG))
+}
+
+// A task asynq archived before it launched (here from the dashboard; in
+// production also a launcher dying on the last attempt) fails its run
+// instead of leaving it ENQUEUED. A run already started or ended is left
+// alone.
+func TestArchivedTasksFailTheirRuns(t *testing.T) {
+	t.Parallel()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	store, err := queue.NewStore(ctx, rdb, clock, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	l, err := New(store, &Config{Executor: &recordingExecutor{}, ShutdownTimeout: time.Second,
+		ArchiveSweepInterval: 20 * time.Millisecond}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+
+	// Far in the (real) future, so asynq holds them in its scheduled set.
+	later := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	for _, key := range []string{"enqueued", "started", "ended"} {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u", ScheduledFor: later, IdempotencyKey: key})
+		require.NoError(t, err)
+	}
+	_, err = store.UpdateRunStatus(ctx, "started", queue.StatusUpdate{Status: model.RunStarted, RunID: "r-1"})
+	require.NoError(t, err)
+	_, err = store.UpdateRunStatus(ctx, "ended", queue.StatusUpdate{Status: model.RunSuccess})
+	require.NoError(t, err)
+	for _, key := range []string{"enqueued", "started", "ended"} {
+		require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, key))
+	}
+
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	b := &testBundle{rdb: rdb, store: store, clock: clock, launcher: l}
+	run := b.waitStatus(t, "enqueued", model.RunFailed)
+	require.Contains(t, run.Error, "launch abandoned: asynq archived its task")
+	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.failedLaunch))
+
+	// Sweeping again, from the beginning, changes nothing.
+	_, err = l.sweepArchived(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.failedLaunch))
+	for key, want := range map[string]model.RunStatus{"enqueued": model.RunFailed, "started": model.RunStarted, "ended": model.RunSuccess} {
+		r, _, err := store.GetRun(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, want, r.Status, key)
+	}
 }

@@ -13,6 +13,7 @@ import (
 func asynqTaskKeyPrefix(q string) string { return "asynq:{" + q + "}:t:" }
 func asynqPendingKey(q string) string    { return "asynq:{" + q + "}:pending" }
 func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" }
+func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
 
 const asynqAllQueues = "asynq:queues"
 

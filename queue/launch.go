@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
@@ -56,4 +59,47 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		ls.DAG = []byte(dag.Val())
 	}
 	return &ls, nil
+}
+
+// ArchivedRun is a run task asynq archived: it will not be tried again.
+type ArchivedRun struct {
+	Payload    *TaskPayload
+	LastErr    string
+	ArchivedAt time.Time
+}
+
+// ArchivedRuns returns the run tasks asynq archived at or after since,
+// and the since to pass next time. asynq keeps at most 10,000 archived
+// tasks, so the answer is bounded; those archived within since's second
+// come again next time.
+func (s *Store) ArchivedRuns(ctx context.Context, since time.Time) ([]ArchivedRun, time.Time, error) {
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, asynqArchivedKey(s.cfg.QueueName), &redis.ZRangeBy{
+		Min: strconv.FormatInt(since.Unix(), 10), Max: "+inf",
+	}).Result()
+	if err != nil {
+		return nil, since, fmt.Errorf("read archived run tasks: %w", err)
+	}
+	inspector := asynq.NewInspectorFromRedisClient(s.rdb)
+	var out []ArchivedRun
+	next := since
+	for _, z := range zs {
+		at := time.Unix(int64(z.Score), 0)
+		next = at
+		info, err := inspector.GetTaskInfo(s.cfg.QueueName, z.Member.(string))
+		if errors.Is(err, asynq.ErrTaskNotFound) {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, since, fmt.Errorf("read archived run task: %w", err)
+		}
+		if info.State != asynq.TaskStateArchived || info.Type != TaskTypeRun {
+			continue
+		}
+		p, err := DecodeTaskPayload(info.Payload)
+		if err != nil {
+			continue // the handler dropped it already, nothing to record
+		}
+		out = append(out, ArchivedRun{Payload: p, LastErr: info.LastErr, ArchivedAt: at})
+	}
+	return out, next, nil
 }

@@ -116,6 +116,9 @@ type StatusUpdate struct {
 	Status model.RunStatus
 	RunID  string
 	Error  string
+	// From, when set, applies the update only to a run in this status;
+	// any other, Status itself included, is ErrConflict.
+	From model.RunStatus
 }
 
 // UpdateRunStatus records a reported status of the run with this
@@ -152,7 +155,7 @@ func (s *Store) taskShard(p *TaskPayload) int {
 // reportStatus runs the status script on the run's shard.
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now())).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}
@@ -161,7 +164,7 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 	switch {
 	case code == -1:
 		return fmt.Errorf("run %s: %w", key, ErrNotFound)
-	case code == 0 && cur != string(u.Status):
+	case code == 0 && (cur != string(u.Status) || u.From != ""):
 		return fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
 	}
 	return nil

@@ -10,13 +10,14 @@
 -- ARGV[4] -> run id ("" = keep)
 -- ARGV[5] -> error ("" = keep)
 -- ARGV[6] -> now, ms
--- Output: {-1} not found; {0, current} unchanged (already terminal); {1, new} changed
+-- ARGV[7] -> only from this status ("" = any non-terminal one)
+-- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then
   return {-1, ''}
 end
-if final[st] then
+if final[st] or (ARGV[7] ~= '' and st ~= ARGV[7]) then
   return {0, st}
 end
 redis.call('HSET', KEYS[1], 'st', ARGV[3], 'up', ARGV[6])

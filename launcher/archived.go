@@ -1,0 +1,68 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// asynq can archive a run task without the handler having recorded an
+// end: a launcher dies (or freezes past its lease) during the last
+// attempt, the handler's own status report fails on the last attempt, or
+// an operator archives the task from the dashboard. Nothing would ever
+// run it, yet its record would say ENQUEUED for as long as it is kept,
+// and a skip or queue schedule would wait for it until RUN_TIMEOUT. So
+// every launcher looks at what asynq archived since its last look and
+// marks those runs FAILED. Only ENQUEUED ones: a run the executor started
+// goes on elsewhere and reports its own end.
+
+// archivedLookback is how far back a starting launcher looks: further
+// than any plausible downtime of all launchers, since archiving happens
+// only while one runs (asynq's recoverer lives in its server).
+const archivedLookback = 24 * time.Hour
+
+// sweepArchived fails the ENQUEUED runs of tasks archived since since and
+// returns the since to use next time.
+func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Time, error) {
+	runs, next, err := l.store.ArchivedRuns(ctx, since)
+	if err != nil {
+		return since, err
+	}
+	for _, r := range runs {
+		reason := fmt.Sprintf("launch abandoned: asynq archived its task at %s (%s); nothing will retry it",
+			r.ArchivedAt.UTC().Format(time.RFC3339), r.LastErr)
+		err := l.store.ReportTaskStatus(ctx, r.Payload, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason})
+		switch {
+		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
+			continue // ended, started, or no longer kept
+		case err != nil:
+			return since, err
+		}
+		l.metrics.failedLaunch.Inc()
+		l.logger.WarnContext(ctx, "run failed: its task was archived before it launched",
+			"idempotency_key", r.Payload.IdempotencyKey, "schedule_id", r.Payload.ScheduleID, "last_error", r.LastErr)
+	}
+	return next, nil
+}
+
+// archivedLoop sweeps every ArchiveSweepInterval until ctx ends.
+func (l *Launcher) archivedLoop(ctx context.Context) {
+	since := l.store.Clock().Now().Add(-archivedLookback)
+	t := time.NewTicker(l.cfg.ArchiveSweepInterval)
+	defer t.Stop()
+	for {
+		var err error
+		if since, err = l.sweepArchived(ctx, since); err != nil && ctx.Err() == nil {
+			l.logger.ErrorContext(ctx, "sweep of archived run tasks failed; retrying next interval", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

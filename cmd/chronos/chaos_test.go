@@ -33,7 +33,8 @@ import (
 // The chaos test: the built binary as 1 api, 3 schedulers and 2 launchers on
 // one real Redis, a few hundred schedules firing every second (half of
 // them dropping missed runs) while the schedulers are killed with SIGKILL
-// and frozen with SIGSTOP. It audits
+// and frozen with SIGSTOP, and one launcher is killed with runs in hand.
+// It audits
 // exactly one run record and one asynq task per planned run, none missing,
 // and at-least-once execution, from Redis and the API (never from logs).
 const (
@@ -48,8 +49,14 @@ const (
 	chaosShards = 16
 	chaosQueue  = "chronos"
 	// chaosSettle bounds the wait, after the chaos, for every planned run to
-	// be recorded and executed.
-	chaosSettle = 60 * time.Second
+	// be recorded and executed. The runs a killed launcher held come back
+	// only when asynq's recoverer, once a minute, finds their lease more
+	// than 30 s expired (leases last 30 s): up to two minutes after the
+	// kill, which comes early in the chaos.
+	chaosSettle = 150 * time.Second
+	// chaosExecutorDelay is how long the executor takes to answer, so that
+	// a launcher killed at any moment holds runs in flight.
+	chaosExecutorDelay = 50 * time.Millisecond
 	// processReady bounds a process's start, up to a healthy /healthz.
 	processReady = 30 * time.Second
 )
@@ -88,10 +95,10 @@ func TestChaosExactlyOncePerPlannedRun(t *testing.T) {
 
 	// Processes: the API, the launchers, then the schedulers.
 	api := c.start("api", "api", nil)
-	for i := range chaosLaunchers {
-		c.start(fmt.Sprintf("launcher-%d", i), "launcher", map[string]string{
-			"EXECUTOR": "http", "EXECUTOR_URL": c.exec.srv.URL + "/runs", "LAUNCHER_CONCURRENCY": "20",
-		})
+	launchers := make([]*chaosSlot, chaosLaunchers)
+	for i := range launchers {
+		launchers[i] = &chaosSlot{name: fmt.Sprintf("launcher-%d", i)}
+		launchers[i].p = c.start(launchers[i].name+".0", "launcher", c.launcherEnv())
 	}
 	scheds := make([]*chaosSlot, chaosSchedulers)
 	for i := range scheds {
@@ -108,8 +115,9 @@ func TestChaosExactlyOncePerPlannedRun(t *testing.T) {
 	t.Logf("%d schedules registered after %s", len(schedules), time.Since(began).Round(time.Millisecond))
 
 	// Chaos: SIGKILL + restart or SIGSTOP for 3-6 s (longer than LEASE_TTL),
-	// a scheduler every 2-4 s, while at least one keeps running.
-	kills, pauses := c.chaos(scheds, dur)
+	// a scheduler every 2-4 s, while at least one keeps running; and early
+	// on, SIGKILL + restart of a launcher.
+	kills, pauses := c.chaos(scheds, launchers[0], dur)
 	tEnd := time.Now()
 	t.Logf("chaos over after %s: %d kills, %d pauses; T_end = %s", dur, kills, pauses, tEnd.UTC().Format(time.RFC3339Nano))
 
@@ -177,7 +185,7 @@ type chaosProc struct {
 	err  error         // its Wait error, once done is closed
 }
 
-// chaosSlot is a scheduler replica across restarts.
+// chaosSlot is a replica across restarts.
 type chaosSlot struct {
 	name     string
 	gen      int
@@ -327,9 +335,15 @@ func (c *chaosCluster) signal(s *chaosSlot, sig syscall.Signal) {
 	require.NoError(c.t, s.p.cmd.Process.Signal(sig), "%s %s", sig, s.p.name)
 }
 
+// launcherEnv makes launchers call the recording executor.
+func (c *chaosCluster) launcherEnv() map[string]string {
+	return map[string]string{"EXECUTOR": "http", "EXECUTOR_URL": c.exec.srv.URL + "/runs", "LAUNCHER_CONCURRENCY": "20"}
+}
+
 // chaos kills and pauses schedulers until dur has passed, then resumes any
-// paused one. It returns the number of kills and pauses.
-func (c *chaosCluster) chaos(slots []*chaosSlot, dur time.Duration) (kills, pauses int) {
+// paused one; a twelfth of the way in, it kills and restarts launcher. It
+// returns the number of scheduler kills and pauses.
+func (c *chaosCluster) chaos(slots []*chaosSlot, launcher *chaosSlot, dur time.Duration) (kills, pauses int) {
 	t := c.t
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
@@ -338,6 +352,7 @@ func (c *chaosCluster) chaos(slots []*chaosSlot, dur time.Duration) (kills, paus
 	end := start.Add(dur)
 	between := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second))) }
 	nextAction := start.Add(between())
+	killLauncherAt := start.Add(dur / 12)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	at := func() string { return time.Since(start).Round(100 * time.Millisecond).String() }
@@ -352,6 +367,16 @@ func (c *chaosCluster) chaos(slots []*chaosSlot, dur time.Duration) (kills, paus
 		}
 		if !now.Before(end) {
 			break
+		}
+		if !killLauncherAt.IsZero() && !now.Before(killLauncherAt) {
+			killLauncherAt = time.Time{}
+			active, err := c.rdb.LLen(c.ctx, "asynq:{"+chaosQueue+"}:active").Result()
+			require.NoError(t, err)
+			old := launcher.p
+			c.kill(old)
+			launcher.gen++
+			launcher.p = c.start(fmt.Sprintf("%s.%d", launcher.name, launcher.gen), "launcher", c.launcherEnv())
+			t.Logf("chaos %7s: SIGKILL %s (%d runs in flight across launchers), restarted as %s", at(), old.name, active, launcher.p.name)
 		}
 		if now.Before(nextAction) {
 			continue
@@ -795,6 +820,7 @@ func (e *recordingExecutor) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.calls[key]++
 	e.mu.Unlock()
+	time.Sleep(chaosExecutorDelay)
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"run_id":"exec-%s","status":"SUCCESS"}`, key[:min(12, len(key))])
 }

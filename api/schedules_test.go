@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -349,6 +350,24 @@ func TestDelete(t *testing.T) {
 	// Its runs stay readable.
 	ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+key, nil)
 	require.Empty(t, ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules", nil).Schedules)
+
+	// Created again under the same id (a pipeline that deletes and
+	// re-registers), it starts a history of its own, which does not
+	// expire with the deleted one's.
+	upsert(t, b, schedule("s1"))
+	newKey := b.commitRun(t, "s1")
+	runs := ok[api.RunList](t, b, http.StatusOK, http.MethodGet, "/schedules/s1/runs", nil).Runs
+	require.Len(t, runs, 1)
+	require.Equal(t, newKey, runs[0].IdempotencyKey)
+	ctx := context.Background()
+	for _, k := range b.keys(t) {
+		if strings.Contains(k, "runs:s1") || strings.HasSuffix(k, newKey) {
+			ttl, err := b.rdb.TTL(ctx, k).Result()
+			require.NoError(t, err)
+			require.Equal(t, time.Duration(-1), ttl, "%s expires", k)
+		}
+	}
+	ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+key, nil)
 }
 
 func TestListSchedules(t *testing.T) {

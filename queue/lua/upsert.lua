@@ -5,6 +5,7 @@
 -- one changes nothing, not even updated_at.
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> due zset
+-- KEYS[3] -> run history zset
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> now, ms (created_at / updated_at)
 -- ARGV[3] -> anchor, ms (used when the timing is new)
@@ -43,6 +44,10 @@ redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 if not exists then
   redis.call('HSET', KEYS[1], 'cr', ARGV[2])
+  -- A schedule deleted earlier under this id left its history to expire
+  -- with its runs' records: the new one starts its own (the old records
+  -- stay readable by key until they expire).
+  redis.call('DEL', KEYS[3])
 end
 if timing then
   redis.call('HSET', KEYS[1], 'a', ARGV[3])

@@ -38,7 +38,7 @@ type Common struct {
 	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`
 	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`
 	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"asynq queue of run tasks."`
-	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED."`
+	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. Read where runs are enqueued (schedulers; the API for manual runs)."`
 }
 
 // SchedulerOpts are the scheduler replica's settings.
@@ -57,6 +57,7 @@ type LauncherOpts struct {
 	ExecutorURL     string        `name:"executor-url" env:"EXECUTOR_URL" help:"URL the http executor POSTs runs to."`
 	ExecutorTimeout time.Duration `name:"executor-timeout" env:"EXECUTOR_TIMEOUT" default:"30s" help:"Timeout of one executor call."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SHUTDOWN_TIMEOUT" default:"30s" help:"How long shutdown waits for runs in progress."`
+	ArchiveSweep    time.Duration `name:"archive-sweep-interval" env:"ARCHIVE_SWEEP_INTERVAL" default:"1m" help:"How often runs whose tasks asynq archived before they launched (a launcher killed on the last attempt) are marked FAILED."`
 }
 
 // APIOpts are the API's settings.

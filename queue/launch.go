@@ -83,6 +83,9 @@ func (s *Store) ArchivedRuns(ctx context.Context, since time.Time) ([]ArchivedRu
 	var out []ArchivedRun
 	next := since
 	for _, z := range zs {
+		if err := ctx.Err(); err != nil { // the Inspector takes no context
+			return nil, since, err
+		}
 		at := time.Unix(int64(z.Score), 0)
 		next = at
 		info, err := inspector.GetTaskInfo(s.cfg.QueueName, z.Member.(string))

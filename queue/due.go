@@ -22,9 +22,11 @@ type DueSchedule struct {
 	Def  string
 	// Next is the next planned fire time not yet emitted; zero if none.
 	Next time.Time
-	// NextRaw and Inflight are compared by Commit.
+	// NextRaw, Inflight and Ver (the definition's version) are compared
+	// by Commit.
 	NextRaw  string
 	Inflight string
+	Ver      string
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
@@ -45,7 +47,7 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 		if n > 0 {
 			d.Hash = pairsToMap(res[i+2 : i+2+n])
 			d.Def = defString(d.Hash)
-			d.NextRaw, d.Inflight = d.Hash["next"], d.Hash["inflight"]
+			d.NextRaw, d.Inflight, d.Ver = d.Hash["next"], d.Hash["inflight"], d.Hash["ver"]
 		}
 		i += 2 + n
 		if d.NextRaw != "" {
@@ -75,10 +77,13 @@ type PlannedRun struct {
 // Plan is what a scheduler decided for one due schedule.
 type Plan struct {
 	ID string
-	// ExpectNext and ExpectInflight are the DueSchedule's NextRaw and
-	// Inflight: the plan applies only if they are unchanged.
+	// ExpectNext, ExpectInflight and ExpectVer are the DueSchedule's
+	// NextRaw, Inflight and Ver: the plan applies only if they are
+	// unchanged. The version matters even when next is: a new timing can
+	// share the old one's next fire time but not the times after it.
 	ExpectNext     string
 	ExpectInflight string
+	ExpectVer      string
 	// NewNext is the next planned time after this plan; zero retires.
 	NewNext time.Time
 	// NewScore is the act time for NewNext.
@@ -100,7 +105,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		return nil, err
 	}
 	q := s.cfg.QueueName
-	args := make([]any, 0, 6+len(plans)*16)
+	args := make([]any, 0, 6+len(plans)*17)
 	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), len(plans))
 	for _, p := range plans {
 		next := ""
@@ -111,7 +116,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		if p.Hold {
 			hold = "1"
 		}
-		args = append(args, p.ID, p.ExpectNext, p.ExpectInflight, next, scoreString(p.NewScore),
+		args = append(args, p.ID, p.ExpectNext, p.ExpectInflight, p.ExpectVer, next, scoreString(p.NewScore),
 			p.Inflight, ms(p.InflightDeadline), hold, len(p.Runs))
 		for i := range p.Runs {
 			r := &p.Runs[i]

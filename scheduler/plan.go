@@ -110,7 +110,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 // point of every plan, and the whole plan of a deleted schedule or one
 // with no fire time left.
 func retirePlan(d queue.DueSchedule) queue.Plan {
-	return queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, NewScore: math.Inf(1)}
+	return queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver, NewScore: math.Inf(1)}
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

@@ -518,3 +518,33 @@ func TestShardsOfADeadReplicaAreTakenOver(t *testing.T) {
 	// replica's heartbeat aged out.
 	require.Less(t, took, 2*cfg.LeaseTTL+cfg.LeaseTTL/3)
 }
+
+// A plan made from a definition that an upsert has replaced since is
+// stale even when the new timing happens to have the same next fire time:
+// committing it would advance the schedule by the old timing and lose the
+// new one's runs in between.
+func TestCommitOfAPlanFromAReplacedDefinitionIsStale(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	rec := b.upsert(t, model.ScheduleRecord{ID: "v", CronExpr: "0 */2 * * *"})
+	sh := queue.ShardOf(rec.ID, 4)
+	b.clock.Set(start.Add(time.Hour + 59*time.Minute + 30*time.Second))
+	now := b.clock.Now()
+	due, err := b.store.ReadDue(context.Background(), sh, now, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	p, _, err := b.sched.planOne(due[0], now)
+	require.NoError(t, err)
+	require.Equal(t, start.Add(4*time.Hour), p.NewNext, "the old timing's next after 02:00")
+
+	rec2 := *rec
+	rec2.CronExpr = "0 * * * *" // next is 02:00 as well
+	b.upsert(t, rec2)
+	applied, err := b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, applied)
+
+	b.tickAll(t)
+	b.runUntil(t, start.Add(3*time.Hour+30*time.Minute), time.Minute)
+	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T02:00:00Z", "2024-03-09T03:00:00Z")
+}

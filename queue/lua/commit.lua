@@ -2,7 +2,8 @@
 -- schedules' advance, all or nothing. Each plan applies only if the
 -- schedule's next time and in-flight run are still what the plan was
 -- computed from and it is neither paused nor held, so two replicas that
--- planned the same page write it once. Tasks are written in asynq's own
+-- planned the same page write it once; its definition version too, since
+-- an upsert's new timing may share the old next time but not later ones. Tasks are written in asynq's own
 -- layout (as its enqueue and schedule scripts do); a task whose id (the
 -- idempotency key) exists is left alone.
 -- KEYS[1] -> due zset
@@ -15,7 +16,7 @@
 -- ARGV[4] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[5] -> now, unix ns (asynq's pending_since)
 -- ARGV[6] -> number of plans, then per plan:
---   id, expected next, expected inflight, new next ("" = retired),
+--   id, expected next, expected inflight, expected ver, new next ("" = retired),
 --   new score, new inflight key ("" = unchanged), its deadline ms,
 --   hold ("1" = hold until the in-flight run ends), number of runs,
 --   then per run: key, run_at ms, fire_at ms, status, error,
@@ -25,13 +26,13 @@ local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local i = 7
 local out = {}
 for p = 1, tonumber(ARGV[6]) do
-  local id, expNext, expInfl = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local newNext, newScore, newInfl, deadline = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  local hold, nRuns = ARGV[i + 7], tonumber(ARGV[i + 8])
-  i = i + 9
+  local id, expNext, expInfl, expVer = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local newNext, newScore, newInfl, deadline = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])
+  i = i + 10
   local skey = pfx .. 'sched:' .. id
   local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'ver')
-  if cur[5] and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
+  if cur[5] == expVer and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
     local hkey = pfx .. 'runs:' .. id
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]

@@ -115,7 +115,7 @@ func writeRuns(ctx context.Context, e *env, store *queue.Store, runs int) (writt
 			plans := make([]queue.Plan, 0, len(due))
 			var keys []string
 			for _, d := range due {
-				p := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight,
+				p := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver,
 					NewNext: d.Next, NewScore: math.Inf(1)}
 				for j := 1; j <= runs; j++ {
 					at := d.Next.Add(-time.Duration(j) * 24 * time.Hour)

@@ -228,6 +228,26 @@ func TestOverlapQueueHoldsThenEmitsNext(t *testing.T) {
 	require.Equal(t, start.Add(3*time.Minute+20*time.Second), *runs[1].EnqueuedAt)
 }
 
+// A "queue" schedule released by its in-flight run's end is due again at
+// its act time, jitter included, so a run with a negative jitter offset
+// is still enqueued by its fire time.
+func TestReleasedQueueScheduleKeepsItsJitterLead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "qj", CronExpr: "* * * * *", JitterMs: 30000,
+		OverlapPolicy: model.OverlapQueue})
+	b.runUntil(t, start.Add(90*time.Second), 5*time.Second) // 00:01 in flight, 00:02 held
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+
+	b.clock.Set(start.Add(100 * time.Second))
+	b.report(t, rec.ID, runs[0].IdempotencyKey, model.RunSuccess)
+	b.clock.Set(start.Add(105 * time.Second)) // past 00:02's act time (00:01:30)
+	b.tickAll(t)
+	runs = queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+	require.Equal(t, model.RunEnqueued, runs[1].Status)
+	require.Equal(t, start.Add(105*time.Second), *runs[1].EnqueuedAt)
+}
+
 func TestRunTimeoutReleasesSchedule(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &Config{RunTimeout: 5 * time.Minute}, nil)

@@ -12,21 +12,15 @@ local pfx = ARGV[1]
 local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))) do
   local skey = pfx .. 'sched:' .. id
-  local s = redis.call('HMGET', skey, 'inflight', 'held', 'next', 'paused')
-  if s[1] then
-    local rkey = pfx .. 'run:' .. s[1]
+  local inflight = redis.call('HGET', skey, 'inflight')
+  if inflight then
+    local rkey = pfx .. 'run:' .. inflight
     local st = redis.call('HGET', rkey, 'st')
     if st == 'ENQUEUED' or st == 'STARTED' then
       redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
-      out[#out + 1] = s[1]
+      out[#out + 1] = inflight
     end
-    redis.call('HDEL', skey, 'inflight')
-    if s[2] then
-      redis.call('HDEL', skey, 'held')
-      if s[3] and not s[4] then
-        redis.call('ZADD', KEYS[1], s[3], id)
-      end
-    end
+    release(skey, id, KEYS[1], KEYS[2])
   end
   redis.call('ZREM', KEYS[2], id)
 end

@@ -31,16 +31,8 @@ if final[ARGV[3]] then
   local id = redis.call('HGET', KEYS[1], 'sid')
   if id and id ~= '' then
     local skey = ARGV[1] .. 'sched:' .. id
-    local s = redis.call('HMGET', skey, 'inflight', 'held', 'next', 'paused')
-    if s[1] == ARGV[2] then
-      redis.call('HDEL', skey, 'inflight')
-      redis.call('ZREM', KEYS[3], id)
-      if s[2] then
-        redis.call('HDEL', skey, 'held')
-        if s[3] and not s[4] then
-          redis.call('ZADD', KEYS[2], s[3], id)
-        end
-      end
+    if redis.call('HGET', skey, 'inflight') == ARGV[2] then
+      release(skey, id, KEYS[2], KEYS[3])
     end
   end
 end

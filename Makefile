@@ -28,3 +28,6 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStandard$$' -fuzztime $(FUZZTIME) ./model/
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePosix$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzResolveOnce$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzPreview$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAsynqMessage$$' -fuzztime $(FUZZTIME) ./queue/

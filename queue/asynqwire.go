@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"errors"
+
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -17,15 +19,17 @@ func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
 
 const asynqAllQueues = "asynq:queues"
 
-// asynqMessage is the subset of asynq's TaskMessage a new task sets.
+// asynqMessage is the subset of asynq's TaskMessage chronos writes (all
+// but ErrorMsg) and reads (Type, Payload, ErrorMsg).
 type asynqMessage struct {
 	Type      string
 	Payload   []byte
 	ID        string
 	Queue     string
 	Retry     int32
-	Timeout   int64 // seconds
-	Retention int64 // seconds
+	ErrorMsg  string // the last attempt's error, set by asynq
+	Timeout   int64  // seconds
+	Retention int64  // seconds
 }
 
 // encode marshals the message as asynq's protobuf TaskMessage: fields in
@@ -52,4 +56,50 @@ func (m *asynqMessage) encode() []byte {
 	varint(8, m.Timeout)
 	varint(12, m.Retention)
 	return b
+}
+
+// decodeAsynqMessage reads the fields of asynqMessage from an encoded
+// TaskMessage, skipping the others.
+func decodeAsynqMessage(b []byte) (*asynqMessage, error) {
+	var m asynqMessage
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, errors.New("asynq task message: bad tag")
+		}
+		b = b[n:]
+		var v []byte
+		var x uint64
+		switch typ {
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			x, n = protowire.ConsumeVarint(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return nil, errors.New("asynq task message: bad field")
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			m.Type = string(v)
+		case 2:
+			m.Payload = v
+		case 3:
+			m.ID = string(v)
+		case 4:
+			m.Queue = string(v)
+		case 5:
+			m.Retry = int32(x)
+		case 7:
+			m.ErrorMsg = string(v)
+		case 8:
+			m.Timeout = int64(x)
+		case 12:
+			m.Retention = int64(x)
+		}
+	}
+	return &m, nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
@@ -68,41 +68,53 @@ type ArchivedRun struct {
 	ArchivedAt time.Time
 }
 
+// archivedPage is how many archived tasks ArchivedRuns reads per round
+// trip.
+const archivedPage = 500
+
 // ArchivedRuns returns the run tasks asynq archived at or after since,
 // and the since to pass next time. asynq keeps at most 10,000 archived
 // tasks, so the answer is bounded; those archived within since's second
-// come again next time.
+// come again next time. Tasks are read in pipelined pages.
 func (s *Store) ArchivedRuns(ctx context.Context, since time.Time) ([]ArchivedRun, time.Time, error) {
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, asynqArchivedKey(s.cfg.QueueName), &redis.ZRangeBy{
+	q := s.cfg.QueueName
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, asynqArchivedKey(q), &redis.ZRangeBy{
 		Min: strconv.FormatInt(since.Unix(), 10), Max: "+inf",
 	}).Result()
 	if err != nil {
 		return nil, since, fmt.Errorf("read archived run tasks: %w", err)
 	}
-	inspector := asynq.NewInspectorFromRedisClient(s.rdb)
 	var out []ArchivedRun
 	next := since
-	for _, z := range zs {
-		if err := ctx.Err(); err != nil { // the Inspector takes no context
-			return nil, since, err
+	for page := range slices.Chunk(zs, archivedPage) {
+		cmds := make([]*redis.SliceCmd, len(page))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range page {
+				cmds[i] = p.HMGet(ctx, asynqTaskKeyPrefix(q)+z.Member.(string), "state", "msg")
+			}
+			return nil
+		}); err != nil {
+			return nil, since, fmt.Errorf("read archived run tasks: %w", err)
 		}
-		at := time.Unix(int64(z.Score), 0)
-		next = at
-		info, err := inspector.GetTaskInfo(s.cfg.QueueName, z.Member.(string))
-		if errors.Is(err, asynq.ErrTaskNotFound) {
-			continue // deleted since
+		for i, z := range page {
+			at := time.Unix(int64(z.Score), 0)
+			next = at
+			v := cmds[i].Val()
+			state, _ := v[0].(string)
+			raw, _ := v[1].(string)
+			if state != "archived" {
+				continue // deleted or re-queued since
+			}
+			m, err := decodeAsynqMessage([]byte(raw))
+			if err != nil || m.Type != TaskTypeRun {
+				continue
+			}
+			p, err := DecodeTaskPayload(m.Payload)
+			if err != nil {
+				continue // the handler dropped it already, nothing to record
+			}
+			out = append(out, ArchivedRun{Payload: p, LastErr: m.ErrorMsg, ArchivedAt: at})
 		}
-		if err != nil {
-			return nil, since, fmt.Errorf("read archived run task: %w", err)
-		}
-		if info.State != asynq.TaskStateArchived || info.Type != TaskTypeRun {
-			continue
-		}
-		p, err := DecodeTaskPayload(info.Payload)
-		if err != nil {
-			continue // the handler dropped it already, nothing to record
-		}
-		out = append(out, ArchivedRun{Payload: p, LastErr: info.LastErr, ArchivedAt: at})
 	}
 	return out, next, nil
 }

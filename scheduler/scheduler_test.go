@@ -452,6 +452,19 @@ func TestConcurrentReplicasNeverDuplicate(t *testing.T) {
 	require.Equal(t, total, queuetest.CountTasks(t, b.rdb, "chronos"))
 }
 
+// planAlone reads schedule id, due now and alone on its shard, and plans it
+// as a tick would, without committing.
+func (b *testBundle) planAlone(t *testing.T, id string) (shard int, now time.Time, p queue.Plan) {
+	t.Helper()
+	shard, now = queue.ShardOf(id, 4), b.clock.Now()
+	due, err := b.store.ReadDue(context.Background(), shard, now, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	p, _, err = b.sched.planOne(due[0], now)
+	require.NoError(t, err)
+	return shard, now, p
+}
+
 // A plan's run records, asynq tasks and the schedule's advance are one
 // atomic commit: committing the same plan again (a second replica that
 // planned from the same state, or a retried tick) writes nothing.
@@ -459,14 +472,8 @@ func TestCommitAppliesOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	rec := b.upsert(t, model.ScheduleRecord{ID: "ob", CronExpr: "* * * * *"})
-	sh := queue.ShardOf(rec.ID, 4)
 	b.clock.Advance(time.Minute)
-	now := b.clock.Now()
-	due, err := b.store.ReadDue(context.Background(), sh, now, 10)
-	require.NoError(t, err)
-	require.Len(t, due, 1)
-	p, _, err := b.sched.planOne(due[0], now)
-	require.NoError(t, err)
+	sh, now, p := b.planAlone(t, rec.ID)
 	applied, err := b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, applied)
@@ -547,14 +554,8 @@ func TestCommitOfAPlanFromAReplacedDefinitionIsStale(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
 	rec := b.upsert(t, model.ScheduleRecord{ID: "v", CronExpr: "0 */2 * * *"})
-	sh := queue.ShardOf(rec.ID, 4)
 	b.clock.Set(start.Add(time.Hour + 59*time.Minute + 30*time.Second))
-	now := b.clock.Now()
-	due, err := b.store.ReadDue(context.Background(), sh, now, 10)
-	require.NoError(t, err)
-	require.Len(t, due, 1)
-	p, _, err := b.sched.planOne(due[0], now)
-	require.NoError(t, err)
+	sh, now, p := b.planAlone(t, rec.ID)
 	require.Equal(t, start.Add(4*time.Hour), p.NewNext, "the old timing's next after 02:00")
 
 	rec2 := *rec

@@ -197,7 +197,11 @@ type chaosSlot struct {
 func newChaosCluster(t *testing.T) *chaosCluster {
 	t.Helper()
 	c := &chaosCluster{t: t, ctx: context.Background(), dir: t.TempDir()}
-	c.bin = buildChronos(t, c.dir)
+	start := time.Now()
+	bin, err := queuetest.BuildChronos(context.Background(), c.dir)
+	require.NoError(t, err)
+	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
+	c.bin = bin
 	c.redis = queuetest.StartRedis(t)
 	c.rdb = c.redis.Client(t)
 	c.exec = newRecordingExecutor(t)
@@ -218,20 +222,6 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 		}
 	})
 	return c
-}
-
-// buildChronos builds this package's binary into dir: the test never
-// relies on a prebuilt one.
-func buildChronos(t *testing.T, dir string) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the chaos test builds chronos with the go command")
-	bin := filepath.Join(dir, "chronos")
-	start := time.Now()
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
-	return bin
 }
 
 // start runs "chronos <sub>" with the common settings and extra, and

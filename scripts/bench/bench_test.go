@@ -36,7 +36,7 @@ func chronosBinary(t *testing.T) string {
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "chronos-bench-test-")
 		if buildErr == nil {
-			builtBin, buildErr = buildChronos(context.Background(), buildDir)
+			builtBin, buildErr = queuetest.BuildChronos(context.Background(), buildDir)
 		}
 	})
 	require.NoError(t, buildErr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -362,24 +361,6 @@ func (e *env) startRedis(ctx context.Context) (*proc, error) {
 		}
 	}
 	return nil, errors.New("could not start redis-server after 5 attempts")
-}
-
-// buildChronos builds the chronos binary of the module this program is in.
-func buildChronos(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	bin := filepath.Join(dir, "chronos")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/chronos")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/chronos: %w\n%s", err, stderr.String())
-	}
-	return bin, nil
 }
 
 // redisInfo reads one field of INFO.

@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 const lookaheadDefault = queue.LookaheadDefault
@@ -150,7 +151,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	e.bin = cfg.chronosBin
 	if e.bin == "" {
 		logf("building ./cmd/chronos")
-		if e.bin, err = buildChronos(ctx, dir); err != nil {
+		if e.bin, err = queuetest.BuildChronos(ctx, dir); err != nil {
 			return err
 		}
 	}

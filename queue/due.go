@@ -72,6 +72,9 @@ type PlannedRun struct {
 	Error  string
 	// Task is the asynq payload of an ENQUEUED run.
 	Task TaskPayload
+	// CaughtUp marks a run planned late, by catch-up after it was
+	// missed (for metrics: its FireAt is the catch-up time).
+	CaughtUp bool
 }
 
 // Plan is what a scheduler decided for one due schedule.

@@ -74,7 +74,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 				fire = now.Add(model.JitterOffset(key, pl.cfg.SpreadWindow/2) + pl.cfg.SpreadWindow/2)
 			}
 		}
-		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued}
+		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued, CaughtUp: dt.missed}
 		if inflight != "" && rec.OverlapPolicy != model.OverlapAllow {
 			if rec.OverlapPolicy == model.OverlapQueue {
 				p.Hold = true

@@ -368,7 +368,11 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 				switch r.Status {
 				case model.RunEnqueued:
 					s.metrics.emitted.Inc()
-					s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
+					if r.CaughtUp {
+						s.metrics.catchupLateness.Observe(at.Sub(r.RunAt).Seconds())
+					} else {
+						s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
+					}
 				case model.RunSkipped:
 					s.metrics.skipped.Inc()
 				}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -306,6 +308,16 @@ func TestCatchupPolicies(t *testing.T) {
 				require.Equal(t, start.Add(55*time.Minute), missed[0].RunAt)
 			}
 			require.Equal(t, tc.dropped, testutil.ToFloat64(b.sched.metrics.missed))
+			// Caught-up runs show their lateness (run_at to now) in their
+			// own histogram, not as enqueue drift.
+			var lateness float64
+			for _, r := range missed {
+				lateness += now.Sub(r.RunAt).Seconds()
+			}
+			catchup := histogramOf(t, b.sched.metrics.catchupLateness)
+			require.Equal(t, uint64(tc.want), catchup.GetSampleCount())
+			require.InDelta(t, lateness, catchup.GetSampleSum(), 1e-6)
+			require.Equal(t, uint64(1), histogramOf(t, b.sched.metrics.drift).GetSampleCount(), "the 01:00 run")
 			// The 01:00 run was within the misfire grace: it fires as planned.
 			require.Equal(t, start.Add(time.Hour), runs[0].RunAt)
 		})
@@ -568,4 +580,11 @@ func TestCommitOfAPlanFromAReplacedDefinitionIsStale(t *testing.T) {
 	b.tickAll(t)
 	b.runUntil(t, start.Add(3*time.Hour+30*time.Minute), time.Minute)
 	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T02:00:00Z", "2024-03-09T03:00:00Z")
+}
+
+func histogramOf(t *testing.T, h prometheus.Histogram) *dto.Histogram {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram()
 }

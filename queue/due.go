@@ -27,6 +27,10 @@ type DueSchedule struct {
 	NextRaw  string
 	Inflight string
 	Ver      string
+	// Err says why the schedule's state cannot be planned from (a
+	// corrupt next time); the scheduler retires it rather than failing
+	// its whole shard's tick on every tick.
+	Err error
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
@@ -51,11 +55,11 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 		}
 		i += 2 + n
 		if d.NextRaw != "" {
-			n, err := strconv.ParseInt(d.NextRaw, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("schedule %s: corrupt next %q", d.ID, d.NextRaw)
+			if n, err := strconv.ParseInt(d.NextRaw, 10, 64); err != nil {
+				d.Err = fmt.Errorf("schedule %s: corrupt next fire time %q in Redis", d.ID, d.NextRaw)
+			} else {
+				d.Next = fromMS(n)
 			}
-			d.Next = fromMS(n)
 		}
 		out = append(out, d)
 	}

@@ -341,7 +341,7 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		for _, d := range due {
 			p, m, err := s.planOne(d, now)
 			if err != nil {
-				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it", "schedule_id", d.ID, "err", err)
+				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it: pause and resume it (or delete and re-create it) to schedule it again", "schedule_id", d.ID, "err", err)
 			}
 			plans = append(plans, p)
 			missed = append(missed, m)
@@ -394,6 +394,9 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
 	if d.Hash == nil {
 		return retirePlan(d), 0, nil // deleted: Commit drops the member
+	}
+	if d.Err != nil {
+		return retirePlan(d), 0, d.Err
 	}
 	c, err := s.cache.get(d.Def, d.Hash)
 	if err != nil {

@@ -588,3 +588,33 @@ func histogramOf(t *testing.T, h prometheus.Histogram) *dto.Histogram {
 	require.NoError(t, h.Write(&m))
 	return m.GetHistogram()
 }
+
+// A schedule whose state in Redis is corrupt is retired with an error,
+// not retried forever: the other schedules of its shard keep firing, and
+// pausing and resuming it schedules it again.
+func TestCorruptScheduleIsRetiredAndTheShardGoesOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	good := b.upsert(t, model.ScheduleRecord{ID: "good", CronExpr: "* * * * *"})
+	bad := "bad"
+	for i := 0; queue.ShardOf(bad, 4) != queue.ShardOf(good.ID, 4); i++ {
+		bad = fmt.Sprintf("bad-%d", i)
+	}
+	b.upsert(t, model.ScheduleRecord{ID: bad, CronExpr: "* * * * *"})
+	key := fmt.Sprintf("chronos:{s%02d}:sched:%s", queue.ShardOf(bad, 4), bad)
+	require.NoError(t, b.rdb.HSet(context.Background(), key, "next", "not-a-time").Err())
+
+	b.runUntil(t, start.Add(2*time.Minute), 10*time.Second)
+	queuetest.RequireRuns(t, b.store, good.ID, model.RunEnqueued, "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+	queuetest.RequireRuns(t, b.store, bad, model.RunEnqueued)
+	got, err := b.store.GetSchedule(context.Background(), bad)
+	require.NoError(t, err)
+	require.Nil(t, got.NextRunAt)
+
+	_, err = b.store.SetPaused(context.Background(), bad, true)
+	require.NoError(t, err)
+	_, err = b.store.SetPaused(context.Background(), bad, false)
+	require.NoError(t, err)
+	b.runUntil(t, start.Add(3*time.Minute), 10*time.Second)
+	queuetest.RequireRuns(t, b.store, bad, model.RunEnqueued, "2024-03-09T00:03:00Z")
+}

@@ -26,8 +26,9 @@
 // # Exactly one enqueue per planned run
 //
 // A scheduler plans in Go (cron math) and commits in one script per page
-// (lua/commit.lua): for each schedule the script compares its next time and
-// in-flight run with what the plan was computed from, and only then creates
+// (lua/commit.lua): for each schedule the script compares its next time,
+// in-flight run and definition version with what the plan was computed
+// from, and only then creates
 // the run records, writes the asynq tasks (TaskID = idempotency key) and
 // advances the schedule — atomically. A second replica that planned from
 // the same state finds the comparison false and writes nothing; a crash

@@ -1,11 +1,11 @@
 -- Commit a page of plans atomically: run records, asynq tasks and the
 -- schedules' advance, all or nothing. Each plan applies only if the
--- schedule's next time and in-flight run are still what the plan was
--- computed from and it is neither paused nor held, so two replicas that
--- planned the same page write it once; its definition version too, since
--- an upsert's new timing may share the old next time but not later ones. Tasks are written in asynq's own
--- layout (as its enqueue and schedule scripts do); a task whose id (the
--- idempotency key) exists is left alone.
+-- schedule's next time, in-flight run and definition version are still
+-- what the plan was computed from (an upsert's new timing may share the
+-- old next time but not later ones) and it is neither paused nor held, so
+-- two replicas that planned the same page write it once. Tasks are
+-- written in asynq's own layout (as its enqueue and schedule scripts do);
+-- a task whose id (the idempotency key) exists is left alone.
 -- KEYS[1] -> due zset
 -- KEYS[2] -> in-flight zset
 -- KEYS[3] -> asynq:{<queue>}:pending

@@ -28,6 +28,9 @@ const (
 	// ArchiveSweepIntervalDefault is how often a launcher fails the runs
 	// of tasks asynq archived before they launched (see archived.go).
 	ArchiveSweepIntervalDefault = time.Minute
+	// LaunchGraceDefault is how late a run may start before its schedule's
+	// catch-up policy applies to it (see missedAtLaunch).
+	LaunchGraceDefault = 10 * time.Minute
 )
 
 // Config configures a Launcher. The zero value of each field means its
@@ -49,6 +52,10 @@ type Config struct {
 	// before they launched are marked FAILED. Default
 	// ArchiveSweepIntervalDefault.
 	ArchiveSweepInterval time.Duration
+	// LaunchGrace is how late after its fire time a scheduled run may
+	// start before its schedule's catch-up policy applies to it. Default
+	// LaunchGraceDefault.
+	LaunchGrace time.Duration
 	// Executor starts runs. Required.
 	Executor Executor
 }
@@ -79,6 +86,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	c.ForwardInterval = cmp.Or(c.ForwardInterval, ForwardIntervalDefault)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
 	c.ArchiveSweepInterval = cmp.Or(c.ArchiveSweepInterval, ArchiveSweepIntervalDefault)
+	c.LaunchGrace = cmp.Or(c.LaunchGrace, LaunchGraceDefault)
 	if c.Concurrency < 1 {
 		return nil, fmt.Errorf("LAUNCHER_CONCURRENCY must be at least 1, got %d", c.Concurrency)
 	}
@@ -155,10 +163,22 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 
 	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
 	if p.Source == model.SourceSchedule {
-		if reason := stillPlanned(st.Schedule, p); reason != "" {
+		sched, reason := stillPlanned(st.Schedule, p)
+		late := false
+		if reason == "" && retried == 0 { // a retry is late by its backoff
+			reason = missedAtLaunch(st.Schedule.CatchupPolicy, sched, p, started, l.cfg.LaunchGrace)
+			late = reason != ""
+		}
+		if reason != "" {
 			l.logger.InfoContext(ctx, "run skipped",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-			return l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason})
+			if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason}); err != nil {
+				return err
+			}
+			if late {
+				l.metrics.skippedLate.Inc()
+			}
+			return nil
 		}
 		// A run enqueued ahead carries the workflow version its schedule
 		// named then; an upsert since then that points the schedule at
@@ -203,23 +223,49 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 // runTarget is what a run executes: a workflow version, for a user.
 type runTarget struct{ workflowID, version, userID string }
 
-// stillPlanned returns why a scheduled run should not start ("" if it
-// should): its schedule (rec, nil when deleted) was deleted, paused, or
-// changed so that the run's time is no longer one of its fire times. Runs
-// are enqueued ahead of time, so this is checked when they start.
-func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) string {
+// stillPlanned returns the compiled schedule of a scheduled run, or why
+// the run should not start: its schedule (rec, nil when deleted) was
+// deleted, paused, or changed so that the run's time is no longer one of
+// its fire times. Runs are enqueued ahead of time, so this is checked when
+// they start.
+func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedule, string) {
 	if rec == nil {
-		return "schedule deleted before the run started"
+		return nil, "schedule deleted before the run started"
 	}
 	if rec.Paused {
-		return "schedule paused before the run started"
+		return nil, "schedule paused before the run started"
 	}
 	sched, err := rec.Compile()
 	if err != nil {
-		return "schedule no longer compiles: " + err.Error()
+		return nil, "schedule no longer compiles: " + err.Error()
 	}
 	if !sched.Next(p.RunAt.Add(-time.Second)).Equal(p.RunAt) {
-		return "schedule changed; this time is no longer one of its fire times"
+		return nil, "schedule changed; this time is no longer one of its fire times"
+	}
+	return sched, ""
+}
+
+// missedAtLaunch returns why a run that would start now, more than grace
+// after its fire time, should not start ("" if it should). Schedulers
+// apply catch-up policies to runs they find late; a run they enqueued on
+// time can still wait in the queue while every launcher is down, and
+// then the policy applies here: "none" skips it, "latest" skips it when a
+// later fire time of its schedule has come too, "fire_immediately" and
+// "spread" start it.
+func missedAtLaunch(policy model.CatchupPolicy, sched model.Schedule, p *queue.TaskPayload, now time.Time, grace time.Duration) string {
+	late := now.Sub(p.FireAt)
+	if late <= grace {
+		return ""
+	}
+	switch policy {
+	case model.CatchupNone:
+		return fmt.Sprintf("missed: it would start %s after its fire time, more than LAUNCH_GRACE %s (catchup_policy none)",
+			late.Round(time.Second), grace)
+	case model.CatchupLatest:
+		if n := sched.Next(p.RunAt); !n.IsZero() && !n.After(now) {
+			return fmt.Sprintf("missed: it would start %s after its fire time, more than LAUNCH_GRACE %s, and its schedule's later run at %s is due too (catchup_policy latest)",
+				late.Round(time.Second), grace, n.UTC().Format(time.RFC3339))
+		}
 	}
 	return ""
 }
@@ -255,6 +301,7 @@ func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.Sta
 type metrics struct {
 	launched     *prometheus.CounterVec
 	failedLaunch prometheus.Counter
+	skippedLate  prometheus.Counter
 	startDelay   prometheus.Histogram
 }
 
@@ -264,12 +311,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Runs the executor accepted, by the status it reported."}, []string{"status"}),
 		failedLaunch: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_failed_launch_total",
 			Help: "Runs marked FAILED by a launcher: executor errors after retries, missing workflows, tasks asynq archived before they launched."}),
+		skippedLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_skipped_late_total",
+			Help: "Runs a launcher recorded SKIPPED instead of starting them more than LAUNCH_GRACE late (catchup_policy none or latest)."}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_run_start_delay_seconds",
 			Help:    "Time from a run's fire time to a launcher starting it.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.launched, m.failedLaunch, m.startDelay)
+		reg.MustRegister(m.launched, m.failedLaunch, m.skippedLate, m.startDelay)
 	}
 	return m
 }

@@ -260,6 +260,61 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	require.JSONEq(t, `{"v":2}`, string(byID[repoint.ID].DAG))
 }
 
+// Runs enqueued on time that wait while every launcher is down follow
+// their schedule's catch-up policy when a launcher comes back more than
+// LAUNCH_GRACE later: none skips them all, latest runs only the latest
+// due one, fire_immediately runs them all.
+func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b := setup(t, ex, nil)
+	ctx := context.Background()
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	sched, err := scheduler.New(b.store, nil, nil, nil)
+	require.NoError(t, err)
+	b.launcher.Stop() // every launcher down from 00:00
+
+	start := b.clock.Now()
+	for _, policy := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest, model.CatchupFireImmediately} {
+		rec := &model.ScheduleRecord{ID: string(policy), CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
+			OverlapPolicy: model.OverlapAllow, CatchupPolicy: policy}
+		require.NoError(t, rec.Validate())
+		_, err := b.store.UpsertSchedule(ctx, rec)
+		require.NoError(t, err)
+	}
+	// The schedulers stay up: every run from 00:10 to 00:50 is enqueued on time.
+	for b.clock.Now().Before(start.Add(52 * time.Minute)) {
+		b.clock.Advance(time.Minute)
+		for sh := range b.store.Config().Shards {
+			require.NoError(t, sched.TickShard(ctx, sh))
+		}
+	}
+
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx)) // at 00:52: 00:50 is 2 minutes late, 00:10 42
+	t.Cleanup(l.Stop)
+
+	want := map[model.CatchupPolicy][]model.RunStatus{
+		model.CatchupNone:            {model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped},
+		model.CatchupLatest:          {model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSuccess},
+		model.CatchupFireImmediately: {model.RunSuccess, model.RunSuccess, model.RunSuccess, model.RunSuccess, model.RunSuccess},
+	}
+	for policy, statuses := range want {
+		for i, st := range statuses {
+			run := b.waitStatus(t, model.IdempotencyKey(string(policy), start.Add(time.Duration(i+1)*10*time.Minute)), st)
+			if st == model.RunSkipped {
+				require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
+				require.Contains(t, run.Error, "(catchup_policy "+string(policy)+")")
+			}
+		}
+	}
+	require.Equal(t, 9.0, testutil.ToFloat64(l.metrics.skippedLate))
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Len(t, ex.reqs, 6)
+}
+
 // A task asynq archived before it launched (here from the dashboard; in
 // production also a launcher dying on the last attempt) fails its run
 // instead of leaving it ENQUEUED. A run already started or ended is left

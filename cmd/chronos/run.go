@@ -148,7 +148,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		}
 		launch, err = launcher.New(store, &launcher.Config{
 			Concurrency: p.launch.Concurrency, ShutdownTimeout: p.launch.ShutdownTimeout, Executor: ex,
-			ArchiveSweepInterval: p.launch.ArchiveSweep,
+			ArchiveSweepInterval: p.launch.ArchiveSweep, LaunchGrace: p.launch.LaunchGrace,
 		}, logger.With("component", "launcher"), reg)
 		if err != nil {
 			return err
@@ -251,7 +251,7 @@ func (p processSpec) validateNumbers() error {
 	if l := p.launch; l != nil {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),
 			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout),
-			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep))
+			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep), positive("LAUNCH_GRACE", l.LaunchGrace))
 	}
 	return errors.Join(errs...)
 }

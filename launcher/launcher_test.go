@@ -197,19 +197,27 @@ func TestResultWithoutStatusIsStarted(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(b.launcher.metrics.launched.WithLabelValues("STARTED")))
 }
 
+// setupLaunchersDown is setup with workflow wf version 1 registered, a
+// scheduler to tick by hand, and the launcher stopped: tests start their
+// own when the runs are in place.
+func setupLaunchersDown(t *testing.T, ex Executor) (*testBundle, *scheduler.Scheduler) {
+	t.Helper()
+	b := setup(t, ex, nil)
+	require.NoError(t, b.store.PutWorkflow(context.Background(), "wf", "1", []byte(`{}`)))
+	sched, err := scheduler.New(b.store, nil, nil, nil)
+	require.NoError(t, err)
+	b.launcher.Stop()
+	return b, sched
+}
+
 // Runs are enqueued ahead of their time; one whose schedule was deleted,
 // paused or changed before it started is SKIPPED, not executed. One whose
 // schedule now names another workflow version runs that version.
 func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	t.Parallel()
 	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
-	b := setup(t, ex, nil)
+	b, sched := setupLaunchersDown(t, ex) // until the schedules have changed
 	ctx := context.Background()
-	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	sched, err := scheduler.New(b.store, nil, nil, nil)
-	require.NoError(t, err)
-	// Stop the launcher from taking tasks until the schedules have changed.
-	b.launcher.Stop()
 
 	mk := func(id string) *model.ScheduleRecord {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
@@ -225,7 +233,7 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 		require.NoError(t, sched.TickShard(ctx, sh))
 	}
 	require.NoError(t, b.store.DeleteSchedule(ctx, del.ID))
-	_, err = b.store.SetPaused(ctx, pause.ID, true)
+	_, err := b.store.SetPaused(ctx, pause.ID, true)
 	require.NoError(t, err)
 	change.CronExpr = "30 * * * *"
 	_, err = b.store.UpsertSchedule(ctx, change)
@@ -267,12 +275,8 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 	t.Parallel()
 	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
-	b := setup(t, ex, nil)
+	b, sched := setupLaunchersDown(t, ex) // from 00:00
 	ctx := context.Background()
-	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	sched, err := scheduler.New(b.store, nil, nil, nil)
-	require.NoError(t, err)
-	b.launcher.Stop() // every launcher down from 00:00
 
 	start := b.clock.Now()
 	for _, policy := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest, model.CatchupFireImmediately} {

@@ -273,7 +273,7 @@ func parseFlags(args []string) (config, error) {
 
 	fs.IntVar(&cfg.steadyN, "steady-n", 10000, "steady: schedules")
 	fs.DurationVar(&cfg.steadyPeriod, "steady-period", time.Minute, "steady: the schedules' period (1m = `* * * * *`)")
-	fs.IntVar(&cfg.steadyPeriods, "steady-minutes", 3, "steady: periods measured (minutes at the default period; 5 for the issue's figure)")
+	fs.IntVar(&cfg.steadyPeriods, "steady-minutes", 5, "steady: periods measured (minutes at the default period)")
 	fs.IntVar(&cfg.steadyLaunchers, "steady-launchers", 1, "steady: launcher processes (http executor to an in-process no-op server)")
 	fs.IntVar(&cfg.steadyLauncherConc, "steady-launcher-concurrency", 50, "steady: LAUNCHER_CONCURRENCY of those launchers")
 

@@ -9,10 +9,10 @@ import (
 // asynq's Redis layout and task encoding, written by chronos directly so
 // that a page of runs reaches asynq in one script call instead of one call
 // per task (asynq's Client has no batch enqueue), and read back the same
-// way for archived tasks (asynq's Inspector reads one task per call). This mirrors asynq v0.26
-// (internal/base and internal/proto/asynq.proto); TestAsynqWireMatchesClient
-// pins it byte for byte against asynq's own Client, and asynq's server and
-// Inspector read what it writes.
+// way for archived tasks (asynq's Inspector reads one task per call). This
+// mirrors asynq v0.26 (internal/base and internal/proto/asynq.proto);
+// TestAsynqWireMatchesClient pins it byte for byte against asynq's own
+// Client, and asynq's server and Inspector read what it writes.
 func asynqTaskKeyPrefix(q string) string { return "asynq:{" + q + "}:t:" }
 func asynqPendingKey(q string) string    { return "asynq:{" + q + "}:pending" }
 func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" }

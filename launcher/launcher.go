@@ -52,7 +52,7 @@ type Config struct {
 	// before they launched are marked FAILED. Default
 	// ArchiveSweepIntervalDefault.
 	ArchiveSweepInterval time.Duration
-	// LaunchGrace is how late after its fire time a scheduled run may
+	// LaunchGrace is how late after it was due a scheduled run may
 	// start before its schedule's catch-up policy applies to it. Default
 	// LaunchGraceDefault.
 	LaunchGrace time.Duration
@@ -156,8 +156,10 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "status", st.Status)
 		return nil
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	if retried == 0 { // a retry's delay is the backoff, not lateness
+	// A retry after an executor error is late by its backoff, not
+	// missed; asynq's retry count cannot tell (see RecordFailedAttempt).
+	firstAttempt := st.FailedAttempts == 0
+	if firstAttempt {
 		l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
 	}
 
@@ -165,8 +167,8 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	if p.Source == model.SourceSchedule {
 		sched, reason := stillPlanned(st.Schedule, p)
 		late := false
-		if reason == "" && retried == 0 { // a retry is late by its backoff
-			reason = missedAtLaunch(st.Schedule.CatchupPolicy, sched, p, started, l.cfg.LaunchGrace)
+		if reason == "" && firstAttempt {
+			reason = missedAtLaunch(st.Schedule, sched, p, st.EnqueuedAt, started, l.cfg.LaunchGrace)
 			late = reason != ""
 		}
 		if reason != "" {
@@ -201,12 +203,17 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
 	}})
 	if err != nil {
+		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if isPermanent(err) || retried >= maxRetry {
 			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err))
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
+		if err := l.recordFailedAttempt(ctx, p); err != nil {
+			l.logger.WarnContext(ctx, "failed attempt not recorded; the retry will be judged late or not from the run's due time",
+				"idempotency_key", p.IdempotencyKey, "err", err)
+		}
 		return err
 	}
 	// The run goes on elsewhere unless the executor says it ended.
@@ -245,29 +252,50 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 	return sched, ""
 }
 
-// missedAtLaunch returns why a run that would start now, more than grace
-// after its fire time, should not start ("" if it should). Schedulers
-// apply catch-up policies to runs they find late; a run they enqueued on
-// time can still wait in the queue while every launcher is down, and
-// then the policy applies here: "none" skips it, "latest" skips it when a
-// later fire time of its schedule has come too, "fire_immediately" and
-// "spread" start it.
-func missedAtLaunch(policy model.CatchupPolicy, sched model.Schedule, p *queue.TaskPayload, now time.Time, grace time.Duration) string {
-	late := now.Sub(p.FireAt)
+// missedAtLaunch returns why a run of schedule rec (compiled: sched) that
+// would start now, more than grace after it was due, should not start (""
+// if it should). It was due at its fire time, or when it was enqueued if
+// a scheduler enqueued it later (within MISFIRE_GRACE_MS, e.g. after a
+// shard takeover): that wait is the scheduler's, already judged.
+//
+// Schedulers apply catch-up policies to runs they find late; a run they
+// enqueued on time can still wait in the queue while every launcher is
+// down, and then the policy applies here: "none" skips it; "latest" skips
+// it when a later fire time of its schedule has come too, unless the
+// schedule's overlap policy is "skip" (the scheduler recorded those later
+// runs SKIPPED while this one was in flight, so this one is the latest);
+// "fire_immediately" and "spread" start it.
+func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.TaskPayload, enqueuedAt, now time.Time, grace time.Duration) string {
+	due := p.FireAt
+	if enqueuedAt.After(due) {
+		due = enqueuedAt
+	}
+	late := now.Sub(due)
 	if late <= grace {
 		return ""
 	}
-	switch policy {
+	switch rec.CatchupPolicy {
 	case model.CatchupNone:
-		return fmt.Sprintf("missed: it would start %s after its fire time, more than LAUNCH_GRACE %s (catchup_policy none)",
+		return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s (catchup_policy none)",
 			late.Round(time.Second), grace)
 	case model.CatchupLatest:
+		if rec.OverlapPolicy == model.OverlapSkip {
+			return ""
+		}
 		if n := sched.Next(p.RunAt); !n.IsZero() && !n.After(now) {
-			return fmt.Sprintf("missed: it would start %s after its fire time, more than LAUNCH_GRACE %s, and its schedule's later run at %s is due too (catchup_policy latest)",
+			return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s, and its schedule's later run at %s is due too (catchup_policy latest)",
 				late.Round(time.Second), grace, n.UTC().Format(time.RFC3339))
 		}
 	}
 	return ""
+}
+
+// recordFailedAttempt counts a failed executor call, even when the task's
+// context has ended, so the retry is not judged late.
+func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	return l.store.RecordFailedAttempt(ctx, p)
 }
 
 // fail records the run FAILED and stops asynq from retrying it.

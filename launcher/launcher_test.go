@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -279,9 +280,20 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 	ctx := context.Background()
 
 	start := b.clock.Now()
-	for _, policy := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest, model.CatchupFireImmediately} {
-		rec := &model.ScheduleRecord{ID: string(policy), CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
-			OverlapPolicy: model.OverlapAllow, CatchupPolicy: policy}
+	policies := map[string]struct {
+		catchup model.CatchupPolicy
+		overlap model.OverlapPolicy
+	}{
+		"none":             {model.CatchupNone, model.OverlapAllow},
+		"latest":           {model.CatchupLatest, model.OverlapAllow},
+		"fire_immediately": {model.CatchupFireImmediately, model.OverlapAllow},
+		// The scheduler records 00:20 to 00:50 SKIPPED while 00:10 is in
+		// flight: 00:10 is the latest run left, so it starts.
+		"latest-skip": {model.CatchupLatest, model.OverlapSkip},
+	}
+	for id, p := range policies {
+		rec := &model.ScheduleRecord{ID: id, CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
+			OverlapPolicy: p.overlap, CatchupPolicy: p.catchup}
 		require.NoError(t, rec.Validate())
 		_, err := b.store.UpsertSchedule(ctx, rec)
 		require.NoError(t, err)
@@ -299,24 +311,117 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 	require.NoError(t, l.Start(ctx)) // at 00:52: 00:50 is 2 minutes late, 00:10 42
 	t.Cleanup(l.Stop)
 
-	want := map[model.CatchupPolicy][]model.RunStatus{
-		model.CatchupNone:            {model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped},
-		model.CatchupLatest:          {model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSkipped, model.RunSuccess},
-		model.CatchupFireImmediately: {model.RunSuccess, model.RunSuccess, model.RunSuccess, model.RunSuccess, model.RunSuccess},
+	S, K := model.RunSuccess, model.RunSkipped
+	want := map[string][]model.RunStatus{
+		"none":             {K, K, K, K, K},
+		"latest":           {K, K, K, K, S},
+		"fire_immediately": {S, S, S, S, S},
+		"latest-skip":      {S, K, K, K, K},
 	}
-	for policy, statuses := range want {
+	for id, statuses := range want {
 		for i, st := range statuses {
-			run := b.waitStatus(t, model.IdempotencyKey(string(policy), start.Add(time.Duration(i+1)*10*time.Minute)), st)
-			if st == model.RunSkipped {
+			run := b.waitStatus(t, model.IdempotencyKey(id, start.Add(time.Duration(i+1)*10*time.Minute)), st)
+			switch {
+			case st == K && id == "latest-skip":
+				require.Contains(t, run.Error, "(overlap_policy skip)")
+			case st == K:
 				require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
-				require.Contains(t, run.Error, "(catchup_policy "+string(policy)+")")
+				require.Contains(t, run.Error, "(catchup_policy "+string(policies[id].catchup)+")")
 			}
 		}
 	}
 	require.Equal(t, 9.0, testutil.ToFloat64(l.metrics.skippedLate))
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	require.Len(t, ex.reqs, 6)
+	require.Len(t, ex.reqs, 7)
+}
+
+// A run a scheduler enqueued late, within MISFIRE_GRACE_MS (here 8 s after
+// its fire time, as after a shard takeover), is due from when it was
+// enqueued: that wait is not held against LAUNCH_GRACE.
+func TestLaunchGraceCountsFromALateEnqueue(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	rec := &model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
+	require.NoError(t, rec.Validate())
+	_, err := b.store.UpsertSchedule(ctx, rec)
+	require.NoError(t, err)
+
+	b.clock.Advance(time.Hour + 8*time.Second) // the first tick since 00:00
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(ctx, sh))
+	}
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: 5 * time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	b.waitStatus(t, model.IdempotencyKey("s", b.clock.Now().Truncate(time.Hour)), model.RunSuccess)
+	require.Zero(t, testutil.ToFloat64(l.metrics.skippedLate))
+}
+
+// A retry after the executor failed is late by its backoff, not missed: it
+// starts however long the backoff. A task asynq retries for another reason
+// (here a failed read; also a failed status report, or a task recovered
+// from a launcher that died) has not reached the executor, and its
+// lateness is judged again.
+func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, sched := setupLaunchersDown(t, &recordingExecutor{})
+	for _, id := range []string{"executor-error", "read-error"} {
+		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf-" + id, Version: "1",
+			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
+		require.NoError(t, rec.Validate())
+		_, err := b.store.UpsertSchedule(ctx, rec)
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf-executor-error", "1", []byte(`{}`)))
+	// Not a string: reading it fails until the test registers the workflow.
+	badKey := "chronos:wf:{wf-read-error}:1"
+	require.NoError(t, b.rdb.HSet(ctx, badKey, "not", "a dag").Err())
+
+	b.clock.Advance(time.Hour)
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(ctx, sh))
+	}
+	at := b.clock.Now()
+	ex := &flakyExecutor{fail: 1, onFail: func() { b.clock.Advance(10 * time.Minute) }}
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+
+	b.waitStatus(t, model.IdempotencyKey("executor-error", at), model.RunSuccess)
+	inspector := asynq.NewInspectorFromRedisClient(b.rdb)
+	require.Eventually(t, func() bool {
+		info, err := inspector.GetTaskInfo(queue.QueueNameDefault, model.IdempotencyKey("read-error", at))
+		return err == nil && info.Retried > 0
+	}, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, b.rdb.Del(ctx, badKey).Err())
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf-read-error", "1", []byte(`{}`)))
+	run := b.waitStatus(t, model.IdempotencyKey("read-error", at), model.RunSkipped)
+	require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
+	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.skippedLate))
+	require.Equal(t, int32(2), ex.calls.Load())
+}
+
+// flakyExecutor fails its first fail calls with a retryable error, calling
+// onFail each time, then succeeds.
+type flakyExecutor struct {
+	fail   int32
+	onFail func()
+	calls  atomic.Int32
+}
+
+func (e *flakyExecutor) Execute(context.Context, Request) (Result, error) {
+	if e.calls.Add(1) <= e.fail {
+		e.onFail()
+		return Result{}, errors.New("executor unavailable")
+	}
+	return Result{Status: model.RunSuccess}, nil
 }
 
 // A task asynq archived before it launched (here from the dashboard; in

@@ -19,6 +19,11 @@ type LaunchState struct {
 	// Status is the run record's status; "" when the record is gone
 	// (trimmed or expired).
 	Status model.RunStatus
+	// EnqueuedAt is when the run was enqueued (zero if unknown).
+	EnqueuedAt time.Time
+	// FailedAttempts counts executor calls that failed before this one
+	// (see RecordFailedAttempt).
+	FailedAttempts int
 	// Schedule is the run's schedule now; nil for manual runs and for a
 	// schedule deleted since the run was planned.
 	Schedule *model.ScheduleRecord
@@ -31,12 +36,12 @@ type LaunchState struct {
 func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
 	sh := s.taskShard(p)
 	var (
-		st    *redis.StringCmd
+		run   *redis.SliceCmd
 		sched *redis.MapStringStringCmd
 		dag   *redis.StringCmd
 	)
 	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		st = pl.HGet(ctx, runKey(sh, p.IdempotencyKey), "st")
+		run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att")
 		if p.ScheduleID != "" {
 			sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
 		}
@@ -47,7 +52,16 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		return nil, fmt.Errorf("load run %s for launch: %w", p.IdempotencyKey, err)
 	}
 	var ls LaunchState
-	ls.Status = model.RunStatus(st.Val())
+	if v := run.Val(); len(v) == 3 {
+		st, _ := v[0].(string)
+		enq, _ := v[1].(string)
+		att, _ := v[2].(string)
+		ls.Status = model.RunStatus(st)
+		if n, err := strconv.ParseInt(enq, 10, 64); err == nil {
+			ls.EnqueuedAt = time.UnixMilli(n)
+		}
+		ls.FailedAttempts, _ = strconv.Atoi(att)
+	}
 	if sched != nil {
 		rec, err := scheduleFromHash(p.ScheduleID, sched.Val())
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -59,6 +73,20 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		ls.DAG = []byte(dag.Val())
 	}
 	return &ls, nil
+}
+
+// RecordFailedAttempt counts a failed executor call of a run that has
+// not started, before asynq retries its task. A launcher judges a run's
+// lateness on its first attempt only (a retry is late by its backoff),
+// and asynq's retry count cannot tell: a task can be retried without an
+// executor call (a failed status report) or recovered from a launcher
+// that died, and those must be judged again.
+func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload) error {
+	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now())).Err()
+	if err != nil {
+		return fmt.Errorf("record failed attempt of run %s: %w", p.IdempotencyKey, err)
+	}
+	return nil
 }
 
 // ArchivedRun is a run task asynq archived: it will not be tried again.

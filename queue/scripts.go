@@ -36,4 +36,5 @@ var (
 	expireInflightScript = loadScript("expire_inflight", "release")
 	manualRunScript      = loadScript("manual_run", "enqueue_task")
 	heartbeatScript      = loadScript("heartbeat")
+	attemptScript        = loadScript("attempt")
 )

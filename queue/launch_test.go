@@ -1,0 +1,59 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// A launcher reads, with a run's status, when it was enqueued and how many
+// executor calls failed before; failed calls are counted only while the
+// run has not started, and a run gone stays gone.
+func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, err := queue.NewStore(ctx, rdb, clock, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	_, _, err = store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: clock.Now(), IdempotencyKey: "k"})
+	require.NoError(t, err)
+	p := &queue.TaskPayload{IdempotencyKey: "k", WorkflowID: "wf", Version: "1", Source: model.SourceManual}
+
+	st, err := store.LoadLaunch(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, model.RunEnqueued, st.Status)
+	require.True(t, st.EnqueuedAt.Equal(clock.Now()), "enqueued at %v", st.EnqueuedAt)
+	require.Zero(t, st.FailedAttempts)
+	require.JSONEq(t, `{}`, string(st.DAG))
+
+	for range 2 {
+		require.NoError(t, store.RecordFailedAttempt(ctx, p))
+	}
+	st, err = store.LoadLaunch(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.FailedAttempts)
+
+	_, err = store.UpdateRunStatus(ctx, "k", queue.StatusUpdate{Status: model.RunStarted})
+	require.NoError(t, err)
+	require.NoError(t, store.RecordFailedAttempt(ctx, p))
+	st, err = store.LoadLaunch(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, model.RunStarted, st.Status)
+	require.Equal(t, 2, st.FailedAttempts)
+
+	gone := &queue.TaskPayload{IdempotencyKey: "gone", WorkflowID: "wf", Version: "1", Source: model.SourceManual}
+	require.NoError(t, store.RecordFailedAttempt(ctx, gone))
+	st, err = store.LoadLaunch(ctx, gone)
+	require.NoError(t, err)
+	require.Equal(t, model.RunStatus(""), st.Status)
+	require.Empty(t, rdb.Keys(ctx, "*run:gone").Val(), "a failed attempt of a run gone made a record")
+}

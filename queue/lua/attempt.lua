@@ -1,0 +1,11 @@
+-- Count a failed executor attempt of a run not started yet, so that the
+-- launcher retrying it knows it is a retry (late by its backoff, not
+-- missed). A run gone or past ENQUEUED is left alone.
+-- KEYS[1] -> run hash
+-- ARGV[1] -> now, ms
+-- Output: attempts counted so far, or -1 when the run is not ENQUEUED
+if redis.call('HGET', KEYS[1], 'st') ~= 'ENQUEUED' then
+  return -1
+end
+redis.call('HSET', KEYS[1], 'up', ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'att', 1)

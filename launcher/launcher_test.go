@@ -290,6 +290,9 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 		// The scheduler records 00:20 to 00:50 SKIPPED while 00:10 is in
 		// flight: 00:10 is the latest run left, so it starts.
 		"latest-skip": {model.CatchupLatest, model.OverlapSkip},
+		// The schedule waits for 00:10, SKIPPED late; then its scheduler
+		// applies the policy to the runs missed meanwhile: 00:50 fires.
+		"latest-queue": {model.CatchupLatest, model.OverlapQueue},
 	}
 	for id, p := range policies {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
@@ -330,10 +333,19 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 9.0, testutil.ToFloat64(l.metrics.skippedLate))
+	b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(10*time.Minute)), K)
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(ctx, sh))
+	}
+	b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(50*time.Minute)), S)
+	for _, m := range []time.Duration{20, 30, 40} {
+		_, _, err := b.store.GetRun(ctx, model.IdempotencyKey("latest-queue", start.Add(m*time.Minute)))
+		require.ErrorIs(t, err, queue.ErrNotFound, "00:%d", m)
+	}
+	require.Equal(t, 10.0, testutil.ToFloat64(l.metrics.skippedLate))
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	require.Len(t, ex.reqs, 7)
+	require.Len(t, ex.reqs, 8)
 }
 
 // A run a scheduler enqueued late, within MISFIRE_GRACE_MS (here 8 s after

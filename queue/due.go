@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -31,6 +32,13 @@ type DueSchedule struct {
 	// corrupt next time); the scheduler retires it rather than failing
 	// its whole shard's tick on every tick.
 	Err error
+}
+
+// Plan returns the plan that retires d (drops it from the due set) if d
+// is unchanged since ReadDue: the starting point of every plan, which the
+// caller fills with the runs, the next time and its score.
+func (d *DueSchedule) Plan() Plan {
+	return Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver, NewScore: math.Inf(1)}
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
@@ -85,7 +93,7 @@ type PlannedRun struct {
 type Plan struct {
 	ID string
 	// ExpectNext, ExpectInflight and ExpectVer are the DueSchedule's
-	// NextRaw, Inflight and Ver: the plan applies only if they are
+	// NextRaw, Inflight and Ver (see DueSchedule.Plan): the plan applies only if they are
 	// unchanged. The version matters even when next is: a new timing can
 	// share the old one's next fire time but not the times after it.
 	ExpectNext     string

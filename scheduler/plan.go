@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
@@ -27,7 +26,7 @@ type dueTime struct {
 // plan returns the plan for d and how many catch-up events dropped missed
 // runs (which the plan's runs don't show), for metrics.
 func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched model.Schedule, now time.Time) (p queue.Plan, missed int) {
-	p = retirePlan(d)
+	p = d.Plan()
 	if d.Next.IsZero() {
 		return p, 0 // nothing planned: retire
 	}
@@ -104,13 +103,6 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		p.NewScore = float64(max(p.NewNext.Add(-lead).UnixMilli(), now.UnixMilli()+1))
 	}
 	return p, missed
-}
-
-// retirePlan is the plan that removes d from the due set: the starting
-// point of every plan, and the whole plan of a deleted schedule or one
-// with no fire time left.
-func retirePlan(d queue.DueSchedule) queue.Plan {
-	return queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver, NewScore: math.Inf(1)}
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

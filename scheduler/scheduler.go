@@ -393,14 +393,14 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 // rather than retried forever.
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
 	if d.Hash == nil {
-		return retirePlan(d), 0, nil // deleted: Commit drops the member
+		return d.Plan(), 0, nil // deleted: Commit drops the member
 	}
 	if d.Err != nil {
-		return retirePlan(d), 0, d.Err
+		return d.Plan(), 0, d.Err
 	}
 	c, err := s.cache.get(d.Def, d.Hash)
 	if err != nil {
-		return retirePlan(d), 0, err
+		return d.Plan(), 0, err
 	}
 	p, missed := s.planner.plan(d, c.rec, c.sched, now)
 	return p, missed, nil

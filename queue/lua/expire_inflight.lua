@@ -21,7 +21,8 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       out[#out + 1] = inflight
     end
     release(skey, id, KEYS[1], KEYS[2])
+  else
+    redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end
-  redis.call('ZREM', KEYS[2], id)
 end
 return out

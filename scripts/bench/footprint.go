@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -115,8 +114,8 @@ func writeRuns(ctx context.Context, e *env, store *queue.Store, runs int) (writt
 			plans := make([]queue.Plan, 0, len(due))
 			var keys []string
 			for _, d := range due {
-				p := queue.Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver,
-					NewNext: d.Next, NewScore: math.Inf(1)}
+				p := d.Plan()
+				p.NewNext = d.Next
 				for j := 1; j <= runs; j++ {
 					at := d.Next.Add(-time.Duration(j) * 24 * time.Hour)
 					key := model.IdempotencyKey(d.ID, at)

@@ -93,9 +93,10 @@ type PlannedRun struct {
 type Plan struct {
 	ID string
 	// ExpectNext, ExpectInflight and ExpectVer are the DueSchedule's
-	// NextRaw, Inflight and Ver (see DueSchedule.Plan): the plan applies only if they are
-	// unchanged. The version matters even when next is: a new timing can
-	// share the old one's next fire time but not the times after it.
+	// NextRaw, Inflight and Ver (see DueSchedule.Plan): the plan applies
+	// only if they are unchanged. The version matters even when next is: a
+	// new timing can share the old one's next fire time but not the times
+	// after it.
 	ExpectNext     string
 	ExpectInflight string
 	ExpectVer      string

@@ -58,7 +58,7 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		att, _ := v[2].(string)
 		ls.Status = model.RunStatus(st)
 		if n, err := strconv.ParseInt(enq, 10, 64); err == nil {
-			ls.EnqueuedAt = time.UnixMilli(n)
+			ls.EnqueuedAt = fromMS(n)
 		}
 		ls.FailedAttempts, _ = strconv.Atoi(att)
 	}

@@ -15,7 +15,9 @@ import (
 // runFields are the fields of a run hash, short because there is one hash
 // per run: sid (schedule id), at (run_at ms), fire (fire_at ms, after
 // jitter), st (status), rid (run id), enq (enqueued_at ms), cr, up
-// (created/updated ms), err, src (schedule | manual).
+// (created/updated ms), err, src (schedule | manual). A run the executor
+// failed to start also has att (failed attempts, see RecordFailedAttempt),
+// which only launchers read.
 var runFields = []string{"sid", "at", "fire", "st", "rid", "enq", "cr", "up", "err", "src"}
 
 func runFromFields(key string, v []any) (*model.Run, error) {

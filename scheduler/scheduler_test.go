@@ -411,18 +411,93 @@ func TestJitterIsDeterministicAndBounded(t *testing.T) {
 	require.Greater(t, len(distinct), 3)
 }
 
-func TestHistoryIsBounded(t *testing.T) {
+// The history keeps RUN_HISTORY ended runs; a run not ended yet (its task
+// still waits or runs) keeps its record however old, so its status can
+// still be reported and read.
+func TestHistoryIsBoundedButKeepsRunsNotEnded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, &queue.Config{RunHistory: 5})
 	rec := b.upsert(t, model.ScheduleRecord{ID: "h", CronExpr: "* * * * *"})
-	b.runUntil(t, start.Add(20*time.Minute), time.Minute)
+	pending := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
+	for b.clock.Now().Before(start.Add(20 * time.Minute)) {
+		b.clock.Advance(time.Minute)
+		b.tickAll(t)
+		if key := model.IdempotencyKey(rec.ID, b.clock.Now()); key != pending {
+			b.report(t, rec.ID, key, model.RunSuccess)
+		}
+	}
 	runs, err := b.store.ListRuns(context.Background(), rec.ID, 100)
 	require.NoError(t, err)
-	require.Len(t, runs, 5)
+	require.Len(t, runs, 6)
 	require.Equal(t, start.Add(20*time.Minute), runs[0].RunAt)
+	require.Equal(t, pending, runs[5].IdempotencyKey)
+	require.Equal(t, model.RunEnqueued, runs[5].Status)
 	keys, err := b.rdb.Keys(context.Background(), "chronos:*:run:*").Result()
 	require.NoError(t, err)
-	require.Len(t, keys, 5, "trimmed run records are deleted")
+	require.Len(t, keys, 6, "trimmed run records are deleted")
+
+	// Once it ends, the next commit trims it.
+	b.report(t, rec.ID, pending, model.RunSuccess)
+	b.runUntil(t, start.Add(21*time.Minute), time.Minute)
+	_, _, err = b.store.GetRun(context.Background(), pending)
+	require.ErrorIs(t, err, queue.ErrNotFound)
+}
+
+// Catch-up after downtime plans more runs per tick than the history
+// keeps: the next tick must not delete the records of runs whose tasks
+// still wait in asynq.
+func TestCatchupDoesNotTrimRunsStillQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := context.Background()
+	b.upsert(t, model.ScheduleRecord{ID: "s", CronExpr: "* * * * * *"})
+	b.clock.Set(start.Add(10 * time.Minute)) // the scheduler was down
+	b.tickAll(t)
+	b.clock.Advance(time.Second)
+	b.tickAll(t)
+	first := model.IdempotencyKey("s", start.Add(time.Second))
+	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val())
+	r, _, err := b.store.GetRun(ctx, first)
+	require.NoError(t, err, "the record of a run still queued was trimmed")
+	require.Equal(t, model.RunEnqueued, r.Status)
+}
+
+// Paused, the schedule's run is skipped by the launcher; resumed before
+// that run's time, the schedule plans the same run again. Its record has
+// ended, so it must not become the in-flight run: nothing would release
+// it, and every run until RUN_TIMEOUT would be skipped.
+func TestReplannedRunThatEndedIsNotInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := context.Background()
+	const jitter = 20 * time.Second
+	var at time.Time // an hour whose run fires at least 5 s early
+	for h := 2; ; h++ {
+		at = start.Add(time.Duration(h) * time.Hour)
+		if model.JitterOffset(model.IdempotencyKey("w", at), jitter) < -5*time.Second {
+			break
+		}
+	}
+	b.clock.Set(at.Add(-time.Hour - time.Minute))
+	b.upsert(t, model.ScheduleRecord{ID: "w", CronExpr: "0 * * * *", JitterMs: jitter.Milliseconds(), OverlapPolicy: model.OverlapSkip})
+	b.runUntil(t, at.Add(-time.Hour+jitter), time.Second)
+	b.report(t, "w", model.IdempotencyKey("w", at.Add(-time.Hour)), model.RunSuccess)
+	b.runUntil(t, at.Add(-jitter), time.Second)
+	key := model.IdempotencyKey("w", at)
+	_, err := b.store.GetScheduleRun(ctx, "w", key)
+	require.NoError(t, err, "the run at %s is planned", at)
+
+	_, err = b.store.SetPaused(ctx, "w", true)
+	require.NoError(t, err)
+	b.report(t, "w", key, model.RunSkipped) // as the launcher does while paused
+	b.clock.Set(at.Add(-2 * time.Second))
+	_, err = b.store.SetPaused(ctx, "w", false)
+	require.NoError(t, err)
+	b.runUntil(t, at.Add(time.Hour+time.Minute), time.Second)
+
+	r, err := b.store.GetScheduleRun(ctx, "w", model.IdempotencyKey("w", at.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, model.RunEnqueued, r.Status, "nothing is in flight: %s", r.Error)
 }
 
 // Two replicas that both believe they hold every shard (a lease that

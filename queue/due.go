@@ -28,6 +28,9 @@ type DueSchedule struct {
 	NextRaw  string
 	Inflight string
 	Ver      string
+	// Released marks a "queue" schedule whose in-flight run has ended: its
+	// Next waited for that run, so it is due now, not missed.
+	Released bool
 	// Err says why the schedule's state cannot be planned from (a
 	// corrupt next time); the scheduler retires it rather than failing
 	// its whole shard's tick on every tick.
@@ -60,6 +63,7 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 			d.Hash = pairsToMap(res[i+2 : i+2+n])
 			d.Def = defString(d.Hash)
 			d.NextRaw, d.Inflight, d.Ver = d.Hash["next"], d.Hash["inflight"], d.Hash["ver"]
+			d.Released = d.Hash["rel"] != ""
 		}
 		i += 2 + n
 		if d.NextRaw != "" {
@@ -85,7 +89,8 @@ type PlannedRun struct {
 	// Task is the asynq payload of an ENQUEUED run.
 	Task TaskPayload
 	// CaughtUp marks a run planned late, by catch-up after it was
-	// missed (for metrics: its FireAt is the catch-up time).
+	// missed or released late from a hold (for metrics: its FireAt is
+	// the time it was planned).
 	CaughtUp bool
 }
 

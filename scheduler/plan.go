@@ -19,7 +19,9 @@ type planner struct {
 }
 
 type dueTime struct {
-	at     time.Time
+	at time.Time
+	// missed: planned late (caught up, or released late from a hold),
+	// so it fires now.
 	missed bool
 }
 
@@ -38,7 +40,13 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 
 	var times []dueTime
 	t := d.Next
-	if t.Before(cutoff) {
+	if d.Released {
+		// It waited for the run in flight ("queue"): it starts now,
+		// however late, and only the times after it can be missed.
+		times = append(times, dueTime{at: t, missed: t.Before(cutoff)})
+		t = sched.Next(t)
+	}
+	if !t.IsZero() && t.Before(cutoff) {
 		switch rec.CatchupPolicy {
 		case model.CatchupNone:
 			missed++

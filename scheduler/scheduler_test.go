@@ -230,6 +230,41 @@ func TestOverlapQueueHoldsThenEmitsNext(t *testing.T) {
 	require.Equal(t, start.Add(3*time.Minute+20*time.Second), *runs[1].EnqueuedAt)
 }
 
+// A run held behind a long in-flight run ("queue") is not missed: when
+// that run ends, it starts, whatever the catch-up policy, which applies
+// to the times after it only.
+func TestQueuedRunStartsWhateverTheCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	for policy, want := range map[model.CatchupPolicy][]string{
+		// 00:03 and 00:04 are dropped; 00:05 comes after 00:02 ended.
+		model.CatchupNone: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:05:00Z"},
+		// 00:04, the latest of those missed, waits for 00:02.
+		model.CatchupLatest: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:04:00Z"},
+	} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, nil)
+			rec := b.upsert(t, model.ScheduleRecord{ID: "q", CronExpr: "* * * * *",
+				OverlapPolicy: model.OverlapQueue, CatchupPolicy: policy})
+			b.runUntil(t, start.Add(4*time.Minute+30*time.Second), 5*time.Second) // 00:01 runs until 00:04:30
+			first := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
+			b.report(t, rec.ID, first, model.RunSuccess)
+			b.clock.Advance(time.Second)
+			b.tickAll(t)
+			runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+			require.Equal(t, model.RunEnqueued, runs[1].Status, "the queued run starts when the one in flight ends")
+
+			b.report(t, rec.ID, runs[1].IdempotencyKey, model.RunSuccess)
+			b.runUntil(t, start.Add(6*time.Minute+5*time.Second), 5*time.Second)
+			runs = queuetest.RequireRuns(t, b.store, rec.ID, "", want...)
+			require.Equal(t, model.RunEnqueued, runs[2].Status)
+			keys := b.rdb.Keys(context.Background(), "chronos:*:sched:q").Val()
+			require.Len(t, keys, 1)
+			require.False(t, b.rdb.HExists(context.Background(), keys[0], "rel").Val(), "the release mark outlived its plan")
+		})
+	}
+}
+
 // A "queue" schedule released by its in-flight run's end is due again at
 // its act time, jitter included, so a run with a negative jitter offset
 // is still enqueued by its fire time.

@@ -33,8 +33,11 @@ for p = 1, tonumber(ARGV[6]) do
   local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])
   i = i + 10
   local skey = pfx .. 'sched:' .. id
-  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'ver')
+  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'ver', 'rel')
   if cur[5] == expVer and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
+    if cur[6] then
+      redis.call('HDEL', skey, 'rel')
+    end
     local hkey = pfx .. 'runs:' .. id
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]

@@ -20,7 +20,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
       out[#out + 1] = inflight
     end
-    release(skey, id, KEYS[1], KEYS[2])
+    release(skey, id, KEYS[1], KEYS[2], true)
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

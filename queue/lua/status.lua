@@ -32,7 +32,7 @@ if final[ARGV[3]] then
   if id and id ~= '' then
     local skey = ARGV[1] .. 'sched:' .. id
     if redis.call('HGET', skey, 'inflight') == ARGV[2] then
-      release(skey, id, KEYS[2], KEYS[3])
+      release(skey, id, KEYS[2], KEYS[3], ARGV[3] ~= 'SKIPPED')
     end
   end
 end

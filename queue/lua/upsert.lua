@@ -50,6 +50,7 @@ if not exists then
   redis.call('DEL', KEYS[3])
 end
 if timing then
+  redis.call('HDEL', KEYS[1], 'rel') -- a released run of the old timing
   redis.call('HSET', KEYS[1], 'a', ARGV[3])
   if ARGV[4] == '' then
     redis.call('HDEL', KEYS[1], 'next')

@@ -196,16 +196,46 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 // SetPaused pauses or resumes a schedule. Resuming continues at the next
 // fire time after now: paused time is not caught up.
 func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.ScheduleRecord, error) {
-	rec, err := s.GetSchedule(ctx, id)
-	if err != nil {
-		return nil, err
+	// Resuming computes the next time from the definition read first; an
+	// upsert in between would leave the new definition with the old one's
+	// next time, so the script checks the version and a change is retried.
+	for range setPausedTries {
+		res, err := s.setPaused(ctx, id, paused)
+		if err != nil {
+			return nil, err
+		}
+		switch res {
+		case -1:
+			return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+		case -2:
+			continue
+		}
+		return s.GetSchedule(ctx, id)
 	}
+	return nil, fmt.Errorf("schedule %s changed %d times while it was being resumed: %w", id, setPausedTries, ErrConflict)
+}
+
+// setPausedTries bounds SetPaused's retries when upserts keep changing the
+// schedule under it.
+const setPausedTries = 10
+
+// setPaused runs the pause script once: -1 not found, -2 the definition
+// changed since it was read, 0 or 1 done.
+func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, error) {
 	sh := s.shard(id)
+	h, err := s.rdb.HGetAll(ctx, scheduleKey(sh, id)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("load schedule %s: %w", id, err)
+	}
+	rec, err := scheduleFromHash(id, h)
+	if err != nil {
+		return 0, err
+	}
 	nextMS, score := "", "+inf"
 	if !paused {
 		sched, err := rec.Compile()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if t := sched.Next(s.clock.Now()); !t.IsZero() {
 			nextMS = strconv.FormatInt(ms(t), 10)
@@ -213,14 +243,11 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 		}
 	}
 	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},
-		id, boolArg(paused), nextMS, score).Int()
+		id, boolArg(paused), nextMS, score, h["ver"]).Int()
 	if err != nil {
-		return nil, fmt.Errorf("pause schedule %s: %w", id, err)
+		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}
-	if res == -1 {
-		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
-	}
-	return s.GetSchedule(ctx, id)
+	return res, nil
 }
 
 // DeleteSchedule removes a schedule; its runs stay readable for the run

@@ -6,11 +6,13 @@
 -- ARGV[2] -> "1" pause, "0" resume
 -- ARGV[3] -> on resume: next fire time in ms after now ("" = none)
 -- ARGV[4] -> on resume: act score
--- Output: -1 not found, 0 already in that state, 1 changed
+-- ARGV[5] -> on resume: the definition version ARGV[3] was computed from
+-- Output: -1 not found, -2 the definition changed since (read it again),
+-- 0 already in that state, 1 changed
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-local st = redis.call('HMGET', KEYS[1], 'paused', 'held')
+local st = redis.call('HMGET', KEYS[1], 'paused', 'held', 'ver')
 if ARGV[2] == '1' then
   if st[1] then return 0 end
   redis.call('HSET', KEYS[1], 'paused', '1')
@@ -18,6 +20,7 @@ if ARGV[2] == '1' then
   return 1
 end
 if not st[1] then return 0 end
+if (st[3] or '') ~= ARGV[5] then return -2 end
 redis.call('HDEL', KEYS[1], 'paused')
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], 'next')

@@ -1,0 +1,73 @@
+package queue_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// beforeScriptHook calls fn (once) just before the next script is sent.
+type beforeScriptHook struct{ fn func() }
+
+func (h *beforeScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *beforeScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *beforeScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.fn != nil {
+			f := h.fn
+			h.fn = nil
+			f()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Resuming computes the next fire time from the definition it read; an
+// upsert landing between that read and the resume script must not leave
+// the new definition with the old one's next time (here a yearly
+// schedule made hourly would not run until January).
+func TestResumeRacingAnUpsertUsesTheNewDefinition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := queuetest.StartRedis(t)
+	clock := queue.NewSimClock(time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC))
+	hooked, hook := r.Client(t), &beforeScriptHook{}
+	hooked.AddHook(hook)
+	store, err := queue.NewStore(ctx, hooked, clock, nil)
+	require.NoError(t, err)
+	other, err := queue.NewStore(ctx, r.Client(t), clock, nil)
+	require.NoError(t, err)
+	rec := func(expr string) *model.ScheduleRecord {
+		rec := &model.ScheduleRecord{ID: "y", CronExpr: expr, Timezone: "UTC", Target: model.TargetWorkflow,
+			WorkflowID: "wf", Version: "1", UserID: "u", OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
+		require.NoError(t, rec.Validate())
+		return rec
+	}
+	_, err = store.UpsertSchedule(ctx, rec("0 0 1 1 *"))
+	require.NoError(t, err)
+	_, err = store.SetPaused(ctx, "y", true)
+	require.NoError(t, err)
+
+	hook.fn = func() { // the deploy pipeline makes it hourly meanwhile
+		_, err := other.UpsertSchedule(ctx, rec("0 * * * *"))
+		require.NoError(t, err)
+	}
+	got, err := store.SetPaused(ctx, "y", false)
+	require.NoError(t, err)
+	require.False(t, got.Paused)
+	require.Equal(t, "0 * * * *", got.CronExpr)
+	keys := hooked.Keys(ctx, "chronos:*:sched:y").Val()
+	require.Len(t, keys, 1)
+	want := strconv.FormatInt(clock.Now().Add(time.Hour).UnixMilli(), 10)
+	require.Equal(t, want, hooked.HGet(ctx, keys[0], "next").Val(), "stored next fire time")
+}

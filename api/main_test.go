@@ -41,7 +41,8 @@ type testBundle struct {
 }
 
 type setupOpts struct {
-	cfg *api.Config
+	cfg   *api.Config
+	queue *queue.Config
 	log io.Writer // default: t.Log
 	// jsonLog logs JSON instead of text.
 	jsonLog bool
@@ -56,7 +57,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	}
 	rdb := queuetest.StartRedis(t).Client(t)
 	clock := queue.NewSimClock(t0)
-	store, err := queue.NewStore(context.Background(), rdb, clock, nil)
+	store, err := queue.NewStore(context.Background(), rdb, clock, o.queue)
 	require.NoError(t, err)
 	w := o.log
 	if w == nil {

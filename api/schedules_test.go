@@ -14,6 +14,8 @@ import (
 
 	"github.com/chronos-sched/chronos/api"
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/scheduler"
 )
 
 func upsert(t *testing.T, b *testBundle, body any) api.UpsertResponse {
@@ -460,4 +462,51 @@ func TestListRuns(t *testing.T) {
 		requireError(t, b.do(t, http.MethodGet, "/schedules/s1/runs?"+q, nil), http.StatusBadRequest, api.CodeInvalidArgument, "limit: must be an integer between 1 and 1000")
 	}
 	requireError(t, b.do(t, http.MethodGet, "/schedules/nope/runs", nil), http.StatusNotFound, api.CodeNotFound, "schedule nope: not found")
+}
+
+// start_at and end_at are stored in milliseconds: a finer start_at must
+// not make the stored schedule skip a run the upsert answer promised.
+func TestSubMillisecondWindowKeepsItsPromise(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.clock.Set(t0.Add(-time.Hour))
+	body := schedule("subms")
+	body["cron_expr"] = "0 0 * * *"
+	body["timezone"] = "UTC"
+	body["start_at"] = "2025-12-31T23:59:59.9995Z"
+	body["end_at"] = "2026-01-03T00:00:00.0005Z"
+	res := upsert(t, b, body)
+	require.Equal(t, t0, *res.NextRunAt)
+	d := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/subms", nil)
+	require.Equal(t, t0, *d.NextRunAt)
+	require.Equal(t, t0, *d.StartAt, "start_at is rounded up to the millisecond")
+	require.Equal(t, t0.Add(48*time.Hour), *d.EndAt, "end_at is rounded down to the millisecond")
+	require.Equal(t, model.IdempotencyKey("subms", t0), b.commitRun(t, "subms"))
+}
+
+// A schedule whose last run is planned ahead (lookahead) but has not
+// fired is still active, showing that run as next.
+func TestScheduleIsNotCompletedBeforeItsLastRunFires(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{queue: &queue.Config{Lookahead: time.Minute}})
+	body := schedule("last")
+	body["cron_expr"] = "30 0 * * *"
+	body["timezone"] = "UTC"
+	body["end_at"] = "2026-01-01T00:31:00Z"
+	upsert(t, b, body)
+	b.clock.Set(t0.Add(29*time.Minute + 40*time.Second)) // the run at 00:30 is planned now
+	s, err := scheduler.New(b.store, nil, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.TickShard(context.Background(), queue.ShardOf("last", b.store.Config().Shards)))
+	_, err = b.store.GetScheduleRun(context.Background(), "last", model.IdempotencyKey("last", t0.Add(30*time.Minute)))
+	require.NoError(t, err, "the 00:30 run is planned")
+
+	d := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/last", nil)
+	require.Equal(t, api.StateActive, d.State)
+	require.Equal(t, t0.Add(30*time.Minute), *d.NextRunAt)
+
+	b.clock.Set(t0.Add(30*time.Minute + time.Second))
+	d = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/last", nil)
+	require.Equal(t, api.StateCompleted, d.State)
+	require.Nil(t, d.NextRunAt)
 }

@@ -172,6 +172,17 @@ func (r *ScheduleRecord) Validate() error {
 	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
 		return &FieldError{"catchup_policy", err.Error()}
 	}
+	// Times are stored in milliseconds: a finer start_at or end_at is
+	// narrowed to the milliseconds inside it now, so the fire times
+	// computed before storing are those computed after.
+	if r.StartAt != nil && !r.StartAt.Truncate(time.Millisecond).Equal(*r.StartAt) {
+		t := r.StartAt.Truncate(time.Millisecond).Add(time.Millisecond)
+		r.StartAt = &t
+	}
+	if r.EndAt != nil {
+		t := r.EndAt.Truncate(time.Millisecond)
+		r.EndAt = &t
+	}
 	if r.StartAt != nil && r.EndAt != nil && r.EndAt.Before(*r.StartAt) {
 		return &FieldError{"end_at", "is before start_at"}
 	}

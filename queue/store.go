@@ -179,16 +179,25 @@ func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, er
 
 // recordFromHash builds a record from its hash for users: NextRunAt is the
 // earlier of the next time not yet planned and the next fire time after
-// now (runs within the lookahead are planned already but have not fired).
+// now, runs within the act lead (lookahead, jitter) being planned already
+// but not fired. So a schedule whose last run is planned but has not
+// fired is not shown completed yet.
 func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
 	rec, err := scheduleFromHash(id, h)
-	if err != nil || rec.NextRunAt == nil {
+	if err != nil {
 		return rec, err
 	}
-	if sched, err := rec.Compile(); err == nil {
-		if n := sched.Next(s.clock.Now()); !n.IsZero() && n.Before(*rec.NextRunAt) {
-			rec.NextRunAt = &n
-		}
+	sched, err := rec.Compile()
+	if err != nil {
+		return rec, nil
+	}
+	now := s.clock.Now()
+	n := sched.Next(now)
+	switch {
+	case n.IsZero():
+	case rec.NextRunAt != nil && n.Before(*rec.NextRunAt),
+		rec.NextRunAt == nil && !n.After(now.Add(s.ActLead(rec))):
+		rec.NextRunAt = &n
 	}
 	return rec, nil
 }

@@ -60,8 +60,7 @@
 // a page holds at most limit schedules.
 //
 // A manual run (POST /run-launcher/start) without an idempotency_key gets
-// model.IdempotencyKey("manual:"+workflow_id+":"+version, scheduled_for),
-// so repeating a trigger for the same workflow version and time starts one
+// model.ManualRunKey(workflow_id, version, scheduled_for), so repeating a trigger for the same workflow version and time starts one
 // run; the repeat answers started false with the existing run.
 //
 // # Observability

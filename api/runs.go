@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,13 +20,6 @@ type ManualStartResponse struct {
 	// existed; Run is then that run.
 	Started bool       `json:"started"`
 	Run     *model.Run `json:"run"`
-}
-
-// ManualRunKey is the idempotency key POST /run-launcher/start gives a
-// manual run that names none:
-// model.IdempotencyKey("manual:"+workflowID+":"+version, scheduledFor).
-func ManualRunKey(workflowID string, version model.Version, scheduledFor time.Time) string {
-	return model.IdempotencyKey("manual:"+workflowID+":"+string(version), scheduledFor)
 }
 
 // getRun shows one run: GET /runs/:idempotency_key.
@@ -108,7 +100,7 @@ func (s *server) startManualRun(c echo.Context) error {
 		return err
 	}
 	if key == "" {
-		key = ManualRunKey(wf, ver, *at)
+		key = model.ManualRunKey(wf, ver, *at)
 	}
 	run, started, err := s.store.StartManualRun(c.Request().Context(), queue.ManualRun{
 		WorkflowID: wf, Version: string(ver), UserID: user, ScheduledFor: *at, IdempotencyKey: key,

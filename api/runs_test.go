@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +32,39 @@ func manual(extra ...any) map[string]any {
 	return body
 }
 
+// Default keys of different workflows never collide, whatever colons
+// their identifiers hold, nor with a schedule's keys.
+func TestManualRunKeysDoNotCollide(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	keys := map[string]string{
+		"a:b c":         model.ManualRunKey("a:b", "c", at),
+		"a b:c":         model.ManualRunKey("a", "b:c", at),
+		"schedule":      model.IdempotencyKey("manual:a:b:c", at),
+		"old default":   model.IdempotencyKey("manual:a:b", at),
+		"other instant": model.ManualRunKey("a:b", "c", at.Add(time.Second)),
+	}
+	seen := map[string]string{}
+	for name, k := range keys {
+		require.NotContains(t, seen, k, "%s and %s share a key", name, seen[k])
+		seen[k] = name
+	}
+
+	b := setup(t)
+	for _, wf := range [][2]string{{"a:b", "c"}, {"a", "b:c"}} {
+		res := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start",
+			manual("workflow_id", wf[0], "version", wf[1]))
+		require.True(t, res.Started, "workflow %s version %s", wf[0], wf[1])
+	}
+}
+
 func TestManualStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	wantKey := model.IdempotencyKey("manual:wf-1:7", at)
-	require.Equal(t, wantKey, api.ManualRunKey("wf-1", "7", at))
+	sum := sha256.Sum256([]byte("manual\x00wf-1\x007\x00" + strconv.FormatInt(at.Unix(), 10)))
+	wantKey := hex.EncodeToString(sum[:])
+	require.Equal(t, wantKey, model.ManualRunKey("wf-1", "7", at))
 
 	res := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start", manual())
 	require.True(t, res.Started)

@@ -19,6 +19,17 @@ func IdempotencyKey(scheduleID string, runAt time.Time) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ManualRunKey is the idempotency key of a manual run that names none:
+// hex(sha256("manual" NUL workflowID NUL version NUL epoch_seconds)).
+// Identifiers cannot hold NUL, so no two (workflow, version) pairs share
+// keys, whatever colons they hold, and no schedule's key (whose input has
+// no NUL) is one of them.
+func ManualRunKey(workflowID string, version Version, scheduledFor time.Time) string {
+	sum := sha256.Sum256([]byte("manual\x00" + workflowID + "\x00" + string(version) + "\x00" +
+		strconv.FormatInt(scheduledFor.Unix(), 10)))
+	return hex.EncodeToString(sum[:])
+}
+
 // JitterOffset is a deterministic offset in [-max, +max] derived from an
 // idempotency key, so a retried tick computes the same fire time.
 //

@@ -43,7 +43,7 @@ type testBundle struct {
 type setupOpts struct {
 	cfg   *api.Config
 	queue *queue.Config
-	log io.Writer // default: t.Log
+	log   io.Writer // default: t.Log
 	// jsonLog logs JSON instead of text.
 	jsonLog bool
 }

@@ -420,9 +420,33 @@ func TestListSchedules(t *testing.T) {
 	for _, q := range []string{"limit=0", "limit=501", "limit=x"} {
 		requireError(t, b.do(t, http.MethodGet, "/schedules?"+q, nil), http.StatusBadRequest, api.CodeInvalidArgument, "limit: must be an integer between 1 and 500")
 	}
-	for _, c := range []string{"garbage", "99:0:0", "-1:0:0", "1:x:0", "1", "1:0", "1:0:-1"} {
+	for _, c := range []string{"garbage", "99:0:", "-1:0:", "1:x:", "1", "1:0", "1:0:!!", "1:0:YQ=="} {
 		requireError(t, b.do(t, http.MethodGet, "/schedules?cursor="+c, nil), http.StatusBadRequest, api.CodeInvalidArgument, "cursor: invalid cursor")
 	}
+}
+
+// A page boundary must not move when the scheduler changes scores between
+// pages: every schedule present for the whole walk is listed once.
+func TestListSchedulesWhileSchedulesFire(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{queue: &queue.Config{Shards: 1}})
+	for id, expr := range map[string]string{"a": "1 0 * * *", "b": "2 0 * * *", "c": "3 0 * * *"} {
+		body := schedule(id)
+		body["cron_expr"], body["timezone"] = expr, "UTC"
+		upsert(t, b, body)
+	}
+	seen := map[string]int{}
+	page := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=1", nil)
+	require.Equal(t, "a", page.Schedules[0].ID)
+	seen["a"]++
+	b.commitRun(t, "a") // a fires: its score moves past b's and c's
+	for page.NextCursor != "" {
+		page = ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=1&cursor="+url.QueryEscape(page.NextCursor), nil)
+		for _, s := range page.Schedules {
+			seen[s.ID]++
+		}
+	}
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, seen)
 }
 
 func TestListSchedulesEmpty(t *testing.T) {

@@ -2,10 +2,12 @@ package queue
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -276,21 +278,27 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 }
 
 // ListSchedules returns up to limit schedules after cursor, in no
-// particular order, and the cursor of the next page ("" at the end). A
-// cursor is "<shard>:<zscan cursor>:<members of that batch already
-// returned>"; as with Redis SCAN, a schedule present for the whole walk is
-// returned, one created or deleted meanwhile may or may not be.
+// particular order, and the cursor of the next page ("" at the end). It
+// walks each shard's due set with ZSCAN; a cursor is "<shard>:<zscan
+// cursor>:<the last id returned from that ZSCAN batch, base64url>", each
+// batch being taken in id order, so a page boundary inside a batch does
+// not move when the scheduler changes scores (ZSCAN returns a small set
+// whole, in score order). As with Redis SCAN, a schedule present for the
+// whole walk is returned, one created or deleted meanwhile may or may not
+// be.
 func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
-	sh, zc, skip := 0, uint64(0), 0
+	sh, zc, after := 0, uint64(0), ""
 	if cursor != "" {
-		parts := strings.Split(cursor, ":")
+		parts := strings.SplitN(cursor, ":", 3)
 		var err1, err2, err3 error
 		if len(parts) == 3 {
 			sh, err1 = strconv.Atoi(parts[0])
 			zc, err2 = strconv.ParseUint(parts[1], 10, 64)
-			skip, err3 = strconv.Atoi(parts[2])
+			var b []byte
+			b, err3 = base64.RawURLEncoding.Strict().DecodeString(parts[2])
+			after = string(b)
 		}
-		if len(parts) != 3 || err1 != nil || err2 != nil || err3 != nil || sh < 0 || sh >= s.cfg.Shards || skip < 0 {
+		if len(parts) != 3 || err1 != nil || err2 != nil || err3 != nil || sh < 0 || sh >= s.cfg.Shards {
 			return nil, "", fmt.Errorf("%w: %q", ErrInvalidCursor, cursor)
 		}
 	}
@@ -302,23 +310,25 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		}
 		members := make([]string, 0, len(keys)/2)
 		for i := 0; i < len(keys); i += 2 {
-			members = append(members, keys[i])
+			if keys[i] > after {
+				members = append(members, keys[i])
+			}
 		}
-		members = members[min(skip, len(members)):]
+		slices.Sort(members)
 		take := min(len(members), limit-len(ids))
 		ids = append(ids, members[:take]...)
 		if take < len(members) {
-			skip += take // the rest of this batch starts the next page
+			after = members[take-1] // the rest of this batch starts the next page
 			break
 		}
-		skip, zc = 0, next
+		after, zc = "", next
 		if next == 0 {
 			sh++
 		}
 	}
 	nextCursor := ""
 	if sh < s.cfg.Shards {
-		nextCursor = fmt.Sprintf("%d:%d:%d", sh, zc, skip)
+		nextCursor = fmt.Sprintf("%d:%d:%s", sh, zc, base64.RawURLEncoding.EncodeToString([]byte(after)))
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
 	cmds := make([]*redis.MapStringStringCmd, len(ids))

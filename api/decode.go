@@ -181,7 +181,11 @@ func pathID(c echo.Context, param, field string) (string, error) {
 			return "", fieldError(field, "invalid path escape in %q", c.Param(param))
 		}
 	}
-	if err := model.ValidateID(field, v); err != nil {
+	validate := model.ValidateID
+	if field == "workflow_id" {
+		validate = model.ValidateWorkflowID
+	}
+	if err := validate(field, v); err != nil {
 		return "", err
 	}
 	return v, nil
@@ -190,7 +194,10 @@ func pathID(c echo.Context, param, field string) (string, error) {
 // workflowTarget reads what a run executes: workflow_id, version and
 // user_id, all required.
 func workflowTarget(o object) (workflowID string, version model.Version, userID string, err error) {
-	if workflowID, err = requireID(o, "workflow_id"); err != nil {
+	if workflowID, err = o.str("workflow_id"); err != nil {
+		return
+	}
+	if err = model.ValidateWorkflowID("workflow_id", workflowID); err != nil {
 		return
 	}
 	if version, err = o.version("version"); err != nil {

@@ -105,6 +105,7 @@ func TestManualStartValidation(t *testing.T) {
 		{"NotObject", `[]`, "body: must be a JSON object"},
 		{"WorkflowMissing", manual("workflow_id", nil), "workflow_id: is required"},
 		{"WorkflowType", manual("workflow_id", 1), "workflow_id: must be a string"},
+		{"WorkflowBrace", manual("workflow_id", "a}"), "workflow_id: must not contain '}'"},
 		{"VersionMissing", manual("version", nil), "version: is required"},
 		{"VersionType", manual("version", map[string]any{}), "version: must be a string or a number"},
 		{"UserMissing", manual("user_id", nil), "user_id: is required"},

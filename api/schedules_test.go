@@ -223,6 +223,7 @@ func TestUpsertValidation(t *testing.T) {
 		{"IDSpace", with("schedule_id", "has space"), "schedule_id: must not contain whitespace"},
 		{"IDLong", with("schedule_id", strings.Repeat("x", 201)), "schedule_id: longer than 200 characters"},
 		{"WorkflowMissing", with("workflow_id", nil), "workflow_id: is required"},
+		{"WorkflowBrace", with("workflow_id", "a}:b"), "workflow_id: must not contain '}'"},
 		{"WorkflowType", with("workflow_id", []string{"a"}), "workflow_id: must be a string"},
 		{"VersionMissing", with("version", nil), "version: is required"},
 		{"VersionType", with("version", true), "version: must be a string or a number"},

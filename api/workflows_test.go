@@ -36,6 +36,9 @@ func TestWorkflows(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPut, "/workflows/wf-2/versions/1", body), http.StatusBadRequest, api.CodeInvalidArgument, "body: must be a JSON object")
 	}
 	requireError(t, b.do(t, http.MethodPut, "/workflows/wf%20x/versions/1", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must not contain whitespace")
+	// '}' ends the hash tag of the key: a}:b version c would share a key
+	// with a version b}:c.
+	requireError(t, b.do(t, http.MethodPut, "/workflows/a%7D:b/versions/c", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must not contain '}'")
 	require.ElementsMatch(t, before, b.keys(t))
 	requireError(t, b.do(t, http.MethodGet, "/workflows/wf-2/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "")
 }

@@ -154,7 +154,7 @@ func (r *ScheduleRecord) Validate() error {
 	if r.Target != TargetWorkflow {
 		return &FieldError{"target", fmt.Sprintf("unknown target %q (want workflow)", r.Target)}
 	}
-	if err := ValidateID("workflow_id", r.WorkflowID); err != nil {
+	if err := ValidateWorkflowID("workflow_id", r.WorkflowID); err != nil {
 		return err
 	}
 	if err := ValidateID("version", string(r.Version)); err != nil {
@@ -188,6 +188,19 @@ func (r *ScheduleRecord) Validate() error {
 	}
 	if _, err := r.Compile(); err != nil {
 		return err
+	}
+	return nil
+}
+
+// ValidateWorkflowID checks a workflow id: an identifier without '}', which
+// ends the Redis hash tag of its versions' keys, so that no two (id,
+// version) pairs can share a key.
+func ValidateWorkflowID(field, v string) error {
+	if err := ValidateID(field, v); err != nil {
+		return err
+	}
+	if strings.Contains(v, "}") {
+		return &FieldError{field, "must not contain '}'"}
 	}
 	return nil
 }

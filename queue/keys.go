@@ -26,6 +26,7 @@ func shardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) 
 
 func dueKey(s int) string                 { return shardPrefix(s) + "due" }
 func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }
+func versionsKey(s int) string            { return shardPrefix(s) + "vers" }
 func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
 func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + id }
 func historyKey(s int, id string) string  { return shardPrefix(s) + "runs:" + id }

@@ -122,7 +122,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	for _, v := range pairs {
 		args = append(args, v)
 	}
-	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID)}, args...).Slice()
+	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}

@@ -674,22 +674,30 @@ func TestShardsOfADeadReplicaAreTakenOver(t *testing.T) {
 // new one's runs in between.
 func TestCommitOfAPlanFromAReplacedDefinitionIsStale(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
-	rec := b.upsert(t, model.ScheduleRecord{ID: "v", CronExpr: "0 */2 * * *"})
-	b.clock.Set(start.Add(time.Hour + 59*time.Minute + 30*time.Second))
-	sh, now, p := b.planAlone(t, rec.ID)
-	require.Equal(t, start.Add(4*time.Hour), p.NewNext, "the old timing's next after 02:00")
+	for _, recreate := range []bool{false, true} { // upserted, or deleted and created again
+		t.Run(fmt.Sprintf("recreate=%v", recreate), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+			rec := b.upsert(t, model.ScheduleRecord{ID: "v", CronExpr: "0 */2 * * *"})
+			b.clock.Set(start.Add(time.Hour + 59*time.Minute + 30*time.Second))
+			sh, now, p := b.planAlone(t, rec.ID)
+			require.Equal(t, start.Add(4*time.Hour), p.NewNext, "the old timing's next after 02:00")
 
-	rec2 := *rec
-	rec2.CronExpr = "0 * * * *" // next is 02:00 as well
-	b.upsert(t, rec2)
-	applied, err := b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
-	require.NoError(t, err)
-	require.Equal(t, []bool{false}, applied)
+			if recreate {
+				require.NoError(t, b.store.DeleteSchedule(context.Background(), rec.ID))
+			}
+			rec2 := *rec
+			rec2.CronExpr = "0 * * * *" // next is 02:00 as well
+			b.upsert(t, rec2)
+			applied, err := b.store.Commit(context.Background(), sh, now, []queue.Plan{p})
+			require.NoError(t, err)
+			require.Equal(t, []bool{false}, applied)
 
-	b.tickAll(t)
-	b.runUntil(t, start.Add(3*time.Hour+30*time.Minute), time.Minute)
-	queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T02:00:00Z", "2024-03-09T03:00:00Z")
+			b.tickAll(t)
+			b.runUntil(t, start.Add(3*time.Hour+30*time.Minute), time.Minute)
+			queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T02:00:00Z", "2024-03-09T03:00:00Z")
+		})
+	}
 }
 
 func histogramOf(t *testing.T, h prometheus.Histogram) *dto.Histogram {

@@ -6,6 +6,7 @@
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> due zset
 -- KEYS[3] -> run history zset
+-- KEYS[4] -> the shard's version counter
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> now, ms (created_at / updated_at)
 -- ARGV[3] -> anchor, ms (used when the timing is new)
@@ -41,7 +42,17 @@ if n > 0 then
   redis.call('HDEL', KEYS[1], unpack(ARGV, 8, 7 + n))
 end
 redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
+-- Versions come from a counter of the shard, not the hash, so a schedule
+-- deleted and created again under its id never repeats a version that
+-- a plan in flight was computed from. (The max covers hashes versioned
+-- before the counter existed.)
+local ver = redis.call('INCR', KEYS[4])
+local old = tonumber(redis.call('HGET', KEYS[1], 'ver') or '0')
+if ver <= old then
+  ver = old + 1
+  redis.call('SET', KEYS[4], ver)
+end
+redis.call('HSET', KEYS[1], 'ver', ver)
 if not exists then
   redis.call('HSET', KEYS[1], 'cr', ARGV[2])
   -- A schedule deleted earlier under this id left its history to expire

@@ -130,6 +130,10 @@ type ScheduleRecord struct {
 // MaxJitterMs bounds jitter_ms: a day.
 const MaxJitterMs = 24 * 60 * 60 * 1000
 
+// MaxEverySeconds bounds every_seconds (100 years), far inside
+// time.Duration, whose overflow would turn a huge interval into a tiny one.
+const MaxEverySeconds = 100 * 365 * 24 * 60 * 60
+
 // MaxIDLen bounds ids and other free-form identifiers.
 const MaxIDLen = 200
 
@@ -237,10 +241,10 @@ func (r *ScheduleRecord) Compile() (Schedule, error) {
 		if r.FireAt == nil {
 			return nil, &FieldError{"fire_at", "once alarm requires delay_seconds or fire_at"}
 		}
-		s = Once{At: r.FireAt.UTC().Truncate(time.Second)}
+		s = Once{At: r.FireAt.UTC()} // Next rounds it up: never early
 	case KindEvery:
-		if r.EverySeconds < 1 {
-			return nil, &FieldError{"every_seconds", "must be at least 1"}
+		if r.EverySeconds < 1 || r.EverySeconds > MaxEverySeconds {
+			return nil, &FieldError{"every_seconds", fmt.Sprintf("must be between 1 and %d (100 years)", MaxEverySeconds)}
 		}
 		s = Every{Interval: time.Duration(r.EverySeconds) * time.Second, Anchor: r.Anchor}
 	default:

@@ -216,3 +216,31 @@ func TestLoadZone(t *testing.T) {
 		require.EqualError(t, err, fmt.Sprintf("unknown time zone %q", bad))
 	}
 }
+
+// A once record compiles to a schedule that never fires before fire_at,
+// even with a sub-second fire_at.
+func TestOnceRecordNeverFiresEarly(t *testing.T) {
+	at := time.Date(2030, 1, 1, 10, 0, 0, 500_000_000, time.UTC)
+	rec := ScheduleRecord{ID: "o", Kind: KindOnce, WorkflowID: "w", Version: "1", FireAt: &at,
+		OverlapPolicy: OverlapAllow, CatchupPolicy: CatchupNone}
+	require.NoError(t, rec.Validate())
+	s, err := rec.Compile()
+	require.NoError(t, err)
+	require.Equal(t, at.Truncate(time.Second).Add(time.Second), s.Next(at.Add(-time.Hour)))
+}
+
+// every_seconds is bounded above: beyond time.Duration's range a huge
+// interval would overflow into a tiny one.
+func TestEverySecondsIsBounded(t *testing.T) {
+	rec := ScheduleRecord{ID: "e", Kind: KindEvery, WorkflowID: "w", Version: "1",
+		OverlapPolicy: OverlapAllow, CatchupPolicy: CatchupNone, Anchor: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, n := range []int64{0, MaxEverySeconds + 1, 1<<55 + 1} {
+		rec.EverySeconds = n
+		require.ErrorContains(t, rec.Validate(), "every_seconds: must be between 1 and", "every_seconds %d", n)
+	}
+	rec.EverySeconds = MaxEverySeconds
+	require.NoError(t, rec.Validate())
+	s, err := rec.Compile()
+	require.NoError(t, err)
+	require.Equal(t, rec.Anchor.Add(MaxEverySeconds*time.Second), s.Next(rec.Anchor))
+}

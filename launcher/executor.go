@@ -68,7 +68,7 @@ func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
 // A 2xx answer starts the run: its optional JSON body {run_id, status}
 // says more (status SUCCESS or FAILED ends the run at once; otherwise it is
 // STARTED). 408, 429 and 5xx answers and transport errors are retried by
-// asynq with backoff; other 4xx answers fail the run at once.
+// asynq with backoff; other 4xx answers and redirects fail the run at once.
 type HTTPExecutor struct {
 	URL    string
 	Client *http.Client
@@ -77,12 +77,15 @@ type HTTPExecutor struct {
 // NewHTTPExecutor returns an HTTPExecutor whose calls time out after
 // timeout and that keeps up to maxConns connections to the executor open
 // (one per concurrent run: Go's default keeps only 2 idle per host, so a
-// busy launcher would dial for most calls).
+// busy launcher would dial for most calls). Redirects are not followed:
+// Go would turn a 301/302/303 into a GET without the run, and a 2xx
+// answer to it would pass for a started run.
 func NewHTTPExecutor(url string, timeout time.Duration, maxConns int) *HTTPExecutor {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = max(maxConns, 2)
 	tr.MaxIdleConnsPerHost = max(maxConns, 2)
-	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout, Transport: tr}}
+	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // Execute calls the executor service.
@@ -103,6 +106,10 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return Result{}, &PermanentError{fmt.Errorf("executor answered %s, a redirect to %q: chronos does not follow redirects; set EXECUTOR_URL to the URL that answers",
+			resp.Status, resp.Header.Get("Location"))}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := fmt.Errorf("executor answered %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != 408 && resp.StatusCode != 429 {

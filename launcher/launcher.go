@@ -203,6 +203,14 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
 	}})
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The launcher is stopping and asynq has put the task back
+			// in the queue: another launcher starts the run again (with
+			// the same idempotency key). Not a failed attempt.
+			l.logger.InfoContext(ctx, "executor call cut short by shutdown; the run goes back to the queue",
+				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
+			return err
+		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if isPermanent(err) || retried >= maxRetry {

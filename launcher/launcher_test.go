@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -185,6 +186,74 @@ func TestHTTPExecutorClientErrorIsPermanent(t *testing.T) {
 	run := b.waitStatus(t, "key-5", model.RunFailed)
 	require.Contains(t, run.Error, "422")
 	require.Equal(t, 1, calls())
+}
+
+// A redirect in front of the executor (http to https, a trailing slash)
+// fails the run with the redirect's target: followed, Go's client would
+// send a GET without the run, and a 2xx answer would pass for a start.
+func TestHTTPExecutorDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	var posts, gets atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/runs", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/runs/", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/runs/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		gets.Add(1)
+		_, _ = w.Write([]byte(`[]`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	b := setup(t, NewHTTPExecutor(srv.URL+"/runs", 5*time.Second, 2), nil)
+	b.manual(t, "key-redirect", true)
+	run := b.waitStatus(t, "key-redirect", model.RunFailed)
+	require.Contains(t, run.Error, `301 Moved Permanently, a redirect to "/runs/"`)
+	require.Contains(t, run.Error, "set EXECUTOR_URL")
+	require.Zero(t, posts.Load()+gets.Load())
+}
+
+// A launcher stopped during an executor call longer than its shutdown
+// timeout gives the run back to the queue, even on its last attempt: the
+// next launcher starts it, rather than finding it FAILED.
+func TestShutdownDuringAnExecutorCallRequeuesTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inCall := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case inCall <- struct{}{}:
+		default:
+		}
+		_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client leave
+		select {
+		case <-r.Context().Done(): // the launcher gave up
+		case <-time.After(20 * time.Second):
+		}
+	}))
+	t.Cleanup(slow.Close)
+	b := setup(t, NewHTTPExecutor(slow.URL, 30*time.Second, 2), &queue.Config{TaskMaxRetry: queue.NoRetry})
+	b.manual(t, "key-stop", true)
+	select {
+	case <-inCall:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the executor was never called")
+	}
+	b.launcher.Stop() // SIGTERM; ShutdownTimeout is 1 s
+	r, _, err := b.store.GetRun(ctx, "key-stop")
+	require.NoError(t, err)
+	require.Equal(t, model.RunEnqueued, r.Status, "error: %s", r.Error)
+
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	next, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, next.Start(ctx))
+	t.Cleanup(next.Stop)
+	b.waitStatus(t, "key-stop", model.RunSuccess)
 }
 
 // An executor that names no final status has started a run that goes on

@@ -25,6 +25,13 @@ import (
 // only while one runs (asynq's recoverer lives in its server).
 const archivedLookback = 24 * time.Hour
 
+// archivedClockSkew is how far behind the shared clock each sweep starts
+// again at the latest: asynq scores an archived task by the local clock
+// of the process that archived it, so one launcher running ahead would
+// otherwise move the start past tasks that launchers with right clocks
+// archive later. Sweeping a task again changes nothing.
+const archivedClockSkew = 10 * time.Minute
+
 // sweepArchived fails the ENQUEUED runs of tasks archived since since and
 // returns the since to use next time.
 func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Time, error) {
@@ -45,6 +52,9 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 		l.metrics.failedLaunch.Inc()
 		l.logger.WarnContext(ctx, "run failed: its task was archived before it launched",
 			"idempotency_key", r.Payload.IdempotencyKey, "schedule_id", r.Payload.ScheduleID, "last_error", r.LastErr)
+	}
+	if latest := l.store.Clock().Now().Add(-archivedClockSkew); next.After(latest) {
+		next = latest
 	}
 	return next, nil
 }

@@ -553,3 +553,35 @@ func TestArchivedTasksFailTheirRuns(t *testing.T) {
 		require.Equal(t, want, r.Status, key)
 	}
 }
+
+// asynq scores an archived task by the archiving process's own clock. A
+// task archived by a launcher whose clock runs ahead must not make the
+// sweeps pass over tasks archived later by launchers with right clocks.
+func TestArchiveSweepSurvivesALauncherClockAhead(t *testing.T) {
+	t.Parallel()
+	rdb := queuetest.StartRedis(t).Client(t)
+	ctx := context.Background()
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	l, err := New(store, &Config{Executor: &recordingExecutor{}}, nil, prometheus.NewRegistry()) // not started: no sweeps of its own
+	require.NoError(t, err)
+	later := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	for _, key := range []string{"ahead", "right"} {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u", ScheduledFor: later, IdempotencyKey: key})
+		require.NoError(t, err)
+	}
+	require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, "ahead"))
+	require.NoError(t, rdb.ZAdd(ctx, "asynq:{chronos}:archived", redis.Z{Score: float64(time.Now().Add(5 * time.Minute).Unix()), Member: "ahead"}).Err())
+	since, err := l.sweepArchived(ctx, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, "right"))
+	_, err = l.sweepArchived(ctx, since)
+	require.NoError(t, err)
+	for _, key := range []string{"ahead", "right"} {
+		r, _, err := store.GetRun(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, model.RunFailed, r.Status, "run %s of an archived task", key)
+	}
+}

@@ -149,6 +149,8 @@ func TestZeroSettingsAreRejected(t *testing.T) {
 		{[]string{"launcher", "--shutdown-timeout=-1s"}, "SHUTDOWN_TIMEOUT must be greater than 0, got -1s"},
 		{[]string{"api", "--run-history", "0"}, "RUN_HISTORY must be greater than 0, got 0"},
 		{[]string{"api", "--task-max-retry=-1"}, "TASK_MAX_RETRY must be 0 (no retries) or more, got -1"},
+		{[]string{"api", "--task-timeout=0s"}, "TASK_TIMEOUT must be greater than 0, got 0s"},
+		{[]string{"launcher", "--executor-timeout=10m"}, "EXECUTOR_TIMEOUT (10m0s) must be shorter than TASK_TIMEOUT (5m0s)"},
 	} {
 		err := execute(context.Background(), append(tc.args, "--redis-url", "redis://127.0.0.1:1", "--http-addr", "127.0.0.1:0"),
 			&Env{Stdout: io.Discard, Stderr: io.Discard})

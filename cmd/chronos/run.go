@@ -94,6 +94,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		TaskRetention: p.common.TaskRetention,
 		QueueName:     p.common.Queue,
 		TaskMaxRetry:  cmp.Or(p.common.TaskMaxRetry, queue.NoRetry), // TASK_MAX_RETRY=0: none, not the default
+		TaskTimeout:   p.common.TaskTimeout,
 	})
 	if err != nil {
 		return err
@@ -240,6 +241,7 @@ func (p processSpec) validateNumbers() error {
 	c := p.common
 	errs := []error{
 		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
+		positive("TASK_TIMEOUT", c.TaskTimeout),
 	}
 	if c.TaskMaxRetry < 0 {
 		errs = append(errs, fmt.Errorf("TASK_MAX_RETRY must be 0 (no retries) or more, got %d", c.TaskMaxRetry))
@@ -252,6 +254,12 @@ func (p processSpec) validateNumbers() error {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),
 			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout),
 			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep), positive("LAUNCH_GRACE", l.LaunchGrace))
+		// asynq cancels an attempt at the task's timeout, cutting a longer
+		// executor call short (and the executor is called again).
+		if l.ExecutorTimeout >= c.TaskTimeout {
+			errs = append(errs, fmt.Errorf("EXECUTOR_TIMEOUT (%s) must be shorter than TASK_TIMEOUT (%s), which cancels a launch attempt: raise TASK_TIMEOUT where runs are enqueued (schedulers, API) and on launchers",
+				l.ExecutorTimeout, c.TaskTimeout))
+		}
 	}
 	return errors.Join(errs...)
 }

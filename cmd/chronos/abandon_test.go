@@ -36,7 +36,7 @@ func TestKilledLauncherOnLastAttemptFailsTheRun(t *testing.T) {
 	}))
 	t.Cleanup(executor.Close)
 	t.Cleanup(func() { close(hang) })
-	env := map[string]string{"EXECUTOR": "http", "EXECUTOR_URL": executor.URL, "EXECUTOR_TIMEOUT": "10m",
+	env := map[string]string{"EXECUTOR": "http", "EXECUTOR_URL": executor.URL, "EXECUTOR_TIMEOUT": "4m",
 		"TASK_MAX_RETRY": "0", "ARCHIVE_SWEEP_INTERVAL": "1s"}
 
 	// The retry count travels in the task, so it is the enqueuing

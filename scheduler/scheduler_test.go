@@ -446,18 +446,24 @@ func TestJitterIsDeterministicAndBounded(t *testing.T) {
 	require.Greater(t, len(distinct), 3)
 }
 
-// The history keeps RUN_HISTORY ended runs; a run not ended yet (its task
-// still waits or runs) keeps its record however old, so its status can
-// still be reported and read.
-func TestHistoryIsBoundedButKeepsRunsNotEnded(t *testing.T) {
+// The history keeps RUN_HISTORY runs; a run still ENQUEUED (its task waits
+// in asynq) keeps its record however old, so its launcher can record it.
+// A STARTED one does not: an executor that never reports would keep it for
+// ever.
+func TestHistoryIsBoundedButKeepsRunsStillQueued(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, &queue.Config{RunHistory: 5})
 	rec := b.upsert(t, model.ScheduleRecord{ID: "h", CronExpr: "* * * * *"})
 	pending := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
+	started := model.IdempotencyKey(rec.ID, start.Add(2*time.Minute))
 	for b.clock.Now().Before(start.Add(20 * time.Minute)) {
 		b.clock.Advance(time.Minute)
 		b.tickAll(t)
-		if key := model.IdempotencyKey(rec.ID, b.clock.Now()); key != pending {
+		switch key := model.IdempotencyKey(rec.ID, b.clock.Now()); key {
+		case pending:
+		case started:
+			b.report(t, rec.ID, key, model.RunStarted)
+		default:
 			b.report(t, rec.ID, key, model.RunSuccess)
 		}
 	}

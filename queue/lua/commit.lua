@@ -24,7 +24,7 @@
 -- Output: array of 1 (applied) / 0 (stale) per plan
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
-local trimScan = 100
+local trimScan = 20
 local i = 7
 local out = {}
 for p = 1, tonumber(ARGV[6]) do
@@ -61,19 +61,22 @@ for p = 1, tonumber(ARGV[6]) do
     -- A run planned again (after a resume, or a delete and re-create)
     -- keeps its record; if that run has ended, nothing would release
     -- the schedule, so it does not become the in-flight run.
+    local inflight = cur[2] or ''
     if newInfl ~= '' and not final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')] then
+      inflight = newInfl
       redis.call('HSET', skey, 'inflight', newInfl)
       redis.call('ZADD', KEYS[2], deadline, id)
     end
-    -- Trim the oldest ended runs beyond the history kept. Runs not ended
-    -- (their tasks wait or run) keep their records, so their status can
-    -- still be reported and read; at most trimScan are looked at.
+    -- Trim the oldest runs beyond the history kept, except the one in
+    -- flight and those still ENQUEUED: their tasks wait in asynq, and
+    -- their launcher must be able to record them. (STARTED runs are
+    -- trimmed: an executor that never reports would keep them for ever.)
+    -- At most trimScan are looked at per commit.
     local n = redis.call('ZCARD', hkey)
     if n > keep then
       for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, trimScan) - 1)) do
         local rkey = pfx .. 'run:' .. k
-        local st = redis.call('HGET', rkey, 'st')
-        if not st or final[st] then
+        if k ~= inflight and redis.call('HGET', rkey, 'st') ~= 'ENQUEUED' then
           redis.call('DEL', rkey)
           redis.call('ZREM', hkey, k)
         end

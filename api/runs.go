@@ -2,17 +2,12 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 )
-
-// MaxRunErrorLen bounds the error text a status report stores; longer
-// text is cut to this many bytes.
-const MaxRunErrorLen = 4096
 
 // ManualStartResponse is the body of POST /run-launcher/start.
 type ManualStartResponse struct {
@@ -65,9 +60,6 @@ func (s *server) reportStatus(c echo.Context) error {
 	msg, err := o.str("error")
 	if err != nil {
 		return err
-	}
-	if len(msg) > MaxRunErrorLen {
-		msg = strings.ToValidUTF8(msg[:MaxRunErrorLen], "")
 	}
 	run, err := s.store.UpdateRunStatus(c.Request().Context(), key,
 		queue.StatusUpdate{Status: status, RunID: runID, Error: msg})

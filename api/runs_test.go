@@ -169,10 +169,10 @@ func TestRunStatus(t *testing.T) {
 
 	t.Run("LongErrorIsCut", func(t *testing.T) {
 		res := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start", manual("idempotency_key", "long"))
-		msg := strings.Repeat("é", api.MaxRunErrorLen) // 2 bytes each
+		msg := strings.Repeat("é", model.MaxRunErrorLen) // 2 bytes each
 		run := ok[model.Run](t, b, http.StatusOK, http.MethodPost, "/runs/"+res.Run.IdempotencyKey+"/status",
 			map[string]any{"status": "FAILED", "error": msg})
-		require.Len(t, run.Error, api.MaxRunErrorLen)
+		require.Len(t, run.Error, model.MaxRunErrorLen)
 		require.True(t, strings.HasPrefix(msg, run.Error))
 	})
 

@@ -151,15 +151,17 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if st.Status.Terminal() {
-		l.logger.InfoContext(ctx, "run already finished; not starting it again",
+	if st.Status.Terminal() || st.Status == model.RunStarted {
+		// STARTED: the executor has it (it reported so itself, or this
+		// task is delivered again after a launcher reported it).
+		l.logger.InfoContext(ctx, "run already launched; not starting it again",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "status", st.Status)
 		return nil
 	}
 	// A retry after an executor error is late by its backoff, not
 	// missed; asynq's retry count cannot tell (see RecordFailedAttempt).
 	firstAttempt := st.FailedAttempts == 0
-	if firstAttempt {
+	if retried, _ := asynq.GetRetryCount(ctx); firstAttempt && retried == 0 {
 		l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
 	}
 
@@ -174,10 +176,11 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		if reason != "" {
 			l.logger.InfoContext(ctx, "run skipped",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-			if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason}); err != nil {
+			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued})
+			if err != nil {
 				return err
 			}
-			if late {
+			if late && applied {
 				l.metrics.skippedLate.Inc()
 			}
 			return nil
@@ -228,10 +231,13 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	if res.Status != model.RunSuccess && res.Status != model.RunFailed {
 		res.Status = model.RunStarted
 	}
-	if err := l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error}); err != nil {
+	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
+	if err != nil {
 		return err
 	}
-	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
+	if applied {
+		l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
+	}
 	return nil
 }
 
@@ -306,13 +312,18 @@ func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload
 	return l.store.RecordFailedAttempt(ctx, p)
 }
 
-// fail records the run FAILED and stops asynq from retrying it.
+// fail records the run FAILED, unless it has moved on meanwhile (the
+// executor reported it STARTED or ended itself, its answer to this call
+// being lost), and stops asynq from retrying it.
 func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string) error {
 	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-	if err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason}); err != nil {
+	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason, From: model.RunEnqueued})
+	if err != nil {
 		return err
 	}
-	l.metrics.failedLaunch.Inc()
+	if applied {
+		l.metrics.failedLaunch.Inc()
+	}
 	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
 }
 
@@ -321,17 +332,18 @@ func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string
 // acted, and a lost report would make asynq start the run again.
 const reportTimeout = 5 * time.Second
 
-// report records a status; a run already final (timed out, reported by
-// the executor itself) is left as it is.
-func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
+// report records a status and says whether it did; a run that has moved
+// on (timed out, reported by the executor itself) or is gone is left as
+// it is.
+func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) (applied bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	err := l.store.ReportTaskStatus(ctx, p, u)
+	err = l.store.ReportTaskStatus(ctx, p, u)
 	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
 		l.logger.InfoContext(ctx, "status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 type metrics struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,9 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
@@ -584,4 +587,107 @@ func TestArchiveSweepSurvivesALauncherClockAhead(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, model.RunFailed, r.Status, "run %s of an archived task", key)
 	}
+}
+
+// reportsThenErrs is an executor that records the run itself (as a
+// workflow system does through POST /runs/:key/status) but whose answer
+// to the launcher is lost: the launcher sees an error. onFail runs first.
+type reportsThenErrs struct {
+	store  *queue.Store
+	status model.RunStatus
+	onFail func()
+	calls  atomic.Int32
+}
+
+func (e *reportsThenErrs) Execute(ctx context.Context, r Request) (Result, error) {
+	e.calls.Add(1)
+	if _, err := e.store.UpdateRunStatus(ctx, r.Meta.IdempotencyKey, queue.StatusUpdate{Status: e.status, RunID: "wf-run-1"}); err != nil {
+		return Result{}, err
+	}
+	if e.onFail != nil {
+		e.onFail()
+	}
+	return Result{}, errors.New("call executor: context deadline exceeded")
+}
+
+// A run the executor has (STARTED, or ended) is never overwritten by its
+// launcher: not FAILED on the last attempt, not SKIPPED when a retry finds
+// its schedule paused; a retry does not call the executor again, and the
+// metrics count only what was recorded.
+func TestALaunchedRunIsNeverOverwrittenByItsLauncher(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("last attempt", func(t *testing.T) {
+		t.Parallel()
+		for _, st := range []model.RunStatus{model.RunStarted, model.RunSuccess} {
+			b := setup(t, &recordingExecutor{}, &queue.Config{TaskMaxRetry: queue.NoRetry})
+			b.launcher.Stop()
+			ex := &reportsThenErrs{store: b.store, status: st}
+			l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+			require.NoError(t, err)
+			b.manual(t, "key", true)
+			require.NoError(t, l.Start(ctx))
+			t.Cleanup(l.Stop)
+			require.Eventually(t, func() bool {
+				info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key")
+				return err == nil && info.State == asynq.TaskStateArchived
+			}, 20*time.Second, 20*time.Millisecond)
+			r, _, err := b.store.GetRun(ctx, "key")
+			require.NoError(t, err)
+			require.Equal(t, st, r.Status, "error: %s", r.Error)
+			require.Zero(t, testutil.ToFloat64(l.metrics.failedLaunch))
+		}
+	})
+	t.Run("retry after a pause", func(t *testing.T) {
+		t.Parallel()
+		b, sched := setupLaunchersDown(t, &recordingExecutor{})
+		rec := &model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+			OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
+		require.NoError(t, rec.Validate())
+		_, err := b.store.UpsertSchedule(ctx, rec)
+		require.NoError(t, err)
+		b.clock.Advance(time.Hour)
+		for sh := range b.store.Config().Shards {
+			require.NoError(t, sched.TickShard(ctx, sh))
+		}
+		key := model.IdempotencyKey("s", b.clock.Now())
+		ex := &reportsThenErrs{store: b.store, status: model.RunStarted, onFail: func() {
+			_, err := b.store.SetPaused(context.Background(), "s", true)
+			assert.NoError(t, err)
+		}}
+		l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+		require.NoError(t, err)
+		require.NoError(t, l.Start(ctx))
+		t.Cleanup(l.Stop)
+		require.Eventually(t, func() bool { // the retry comes after a 2 s backoff
+			info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, key)
+			return err == nil && info.State == asynq.TaskStateCompleted
+		}, 20*time.Second, 20*time.Millisecond)
+		r, _, err := b.store.GetRun(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, model.RunStarted, r.Status, "error: %s", r.Error)
+		require.Equal(t, int32(1), ex.calls.Load())
+		require.Equal(t, uint64(1), histogramCount(t, l.metrics.startDelay), "start delay observed once per run")
+		_, err = b.store.UpdateRunStatus(ctx, key, queue.StatusUpdate{Status: model.RunSuccess})
+		require.NoError(t, err, "the executor's own end is recorded")
+	})
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleCount()
+}
+
+// What an executor answers is bounded like what the API accepts: error
+// text cut at model.MaxRunErrorLen bytes, a run id at model.MaxIDLen.
+func TestExecutorAnswersAreBounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("é", 256<<10)
+	b := setup(t, &recordingExecutor{res: Result{RunID: big, Status: model.RunFailed, Error: big}}, nil)
+	b.manual(t, "key-big", true)
+	run := b.waitStatus(t, "key-big", model.RunFailed)
+	require.Len(t, run.Error, model.MaxRunErrorLen)
+	require.Len(t, run.RunID, model.MaxIDLen)
 }

@@ -130,6 +130,10 @@ type ScheduleRecord struct {
 // MaxJitterMs bounds jitter_ms: a day.
 const MaxJitterMs = 24 * 60 * 60 * 1000
 
+// MaxRunErrorLen bounds the error text a run record keeps; longer text
+// is cut to this many bytes.
+const MaxRunErrorLen = 4096
+
 // MaxEverySeconds bounds every_seconds (100 years), far inside
 // time.Duration, whose overflow would turn a huge interval into a tiny one.
 const MaxEverySeconds = 100 * 365 * 24 * 60 * 60

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -154,8 +155,16 @@ func (s *Store) taskShard(p *TaskPayload) int {
 	return s.shard(p.ScheduleID)
 }
 
-// reportStatus runs the status script on the run's shard.
+// reportStatus runs the status script on the run's shard. Error text is
+// cut to model.MaxRunErrorLen bytes and a run id to model.MaxIDLen,
+// whoever reports (the API, or an executor's answer through a launcher).
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
+	if len(u.Error) > model.MaxRunErrorLen {
+		u.Error = strings.ToValidUTF8(u.Error[:model.MaxRunErrorLen], "")
+	}
+	if len(u.RunID) > model.MaxIDLen {
+		u.RunID = strings.ToValidUTF8(u.RunID[:model.MaxIDLen], "")
+	}
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
 		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From)).Slice()
 	if err != nil {

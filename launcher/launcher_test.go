@@ -691,3 +691,28 @@ func TestExecutorAnswersAreBounded(t *testing.T) {
 	require.Len(t, run.Error, model.MaxRunErrorLen)
 	require.Len(t, run.RunID, model.MaxIDLen)
 }
+
+// A manual run whose task asynq archived outlives its record (asynq keeps
+// archived tasks for 90 days). Starting the same key again must run it,
+// not record it ENQUEUED behind a task that will never run.
+func TestManualRunStartedAgainBehindAnArchivedTaskRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ex := &recordingExecutor{err: &PermanentError{errors.New("bad request")}}
+	b := setup(t, ex, &queue.Config{TaskMaxRetry: queue.NoRetry, RunRetention: time.Second})
+	b.manual(t, "key-arch", true)
+	b.waitStatus(t, "key-arch", model.RunFailed)
+	require.Eventually(t, func() bool {
+		_, _, err := b.store.GetRun(ctx, "key-arch")
+		return errors.Is(err, queue.ErrNotFound) // the record expired
+	}, 10*time.Second, 50*time.Millisecond)
+	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key-arch")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStateArchived, info.State)
+
+	ex.mu.Lock()
+	ex.err, ex.res = nil, Result{Status: model.RunSuccess}
+	ex.mu.Unlock()
+	b.manual(t, "key-arch", false)
+	b.waitStatus(t, "key-arch", model.RunSuccess)
+}

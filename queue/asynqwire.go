@@ -17,6 +17,7 @@ func asynqTaskKeyPrefix(q string) string { return "asynq:{" + q + "}:t:" }
 func asynqPendingKey(q string) string    { return "asynq:{" + q + "}:pending" }
 func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" }
 func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
+func asynqCompletedKey(q string) string  { return "asynq:{" + q + "}:completed" }
 
 const asynqAllQueues = "asynq:queues"
 

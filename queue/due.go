@@ -153,7 +153,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		}
 	}
 	res, err := commitScript.Run(ctx, s.rdb,
-		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q)}, args...).Int64Slice()
+		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
 	}

@@ -57,3 +57,23 @@ func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 	require.Equal(t, model.RunStatus(""), st.Status)
 	require.Empty(t, rdb.Keys(ctx, "*run:gone").Val(), "a failed attempt of a run gone made a record")
 }
+
+// A manual run's record lives RUN_RETENTION past its scheduled time, not
+// past its creation: one due in 10 days is readable until it runs.
+func TestManualRunRecordOutlivesItsWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := queue.NewSimClock(time.Now())
+	store, err := queue.NewStore(ctx, rdb, clock, nil)
+	require.NoError(t, err)
+	at := clock.Now().Add(10 * 24 * time.Hour)
+	_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: at, IdempotencyKey: "later"})
+	require.NoError(t, err)
+	require.True(t, started)
+	keys := rdb.Keys(ctx, "chronos:*:run:later").Val()
+	require.Len(t, keys, 1)
+	ttl := rdb.TTL(ctx, keys[0]).Val()
+	require.InDelta(t, (10*24*time.Hour + queue.RunRetentionDefault).Seconds(), ttl.Seconds(), 5)
+}

@@ -10,6 +10,8 @@
 -- KEYS[2] -> in-flight zset
 -- KEYS[3] -> asynq:{<queue>}:pending
 -- KEYS[4] -> asynq:{<queue>}:scheduled
+-- KEYS[5] -> asynq:{<queue>}:archived
+-- KEYS[6] -> asynq:{<queue>}:completed
 -- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
 -- ARGV[2] -> now, ms
 -- ARGV[3] -> run history kept per schedule
@@ -51,7 +53,7 @@ for p = 1, tonumber(ARGV[6]) do
         if st == 'ENQUEUED' then
           f[#f + 1] = 'enq'
           f[#f + 1] = now
-          enqueue_task(tpfx .. key, key, ARGV[i + 5], ARGV[i + 6], KEYS[3], KEYS[4], nowNS)
+          enqueue_task(tpfx .. key, key, ARGV[i + 5], ARGV[i + 6], nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         end
         redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)

@@ -1,10 +1,18 @@
 -- Shared by the scripts that write runs (loadScript puts it before them).
 -- enqueue_task writes an asynq task in asynq's own layout, unless a task
 -- with its id (the run's idempotency key) exists: pending now when
--- process_at is "0", else scheduled at process_at (unix s). The layout is
--- pinned byte for byte by TestAsynqWireMatchesClient.
-local function enqueue_task(tkey, id, msg, process_at, pending_key, scheduled_key, now_ns)
-  if redis.call('EXISTS', tkey) == 1 then
+-- process_at is "0", else scheduled at process_at (unix s). A task asynq
+-- is done with (archived or completed) does not count: the caller writes
+-- a new run record under this key (the old one expired), so the old task
+-- is removed and the run enqueued again, rather than recorded and never
+-- run. The layout is pinned byte for byte by TestAsynqWireMatchesClient.
+local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key, archived_key, completed_key)
+  local state = redis.call('HGET', tkey, 'state')
+  if state == 'archived' or state == 'completed' then
+    redis.call('ZREM', archived_key, id)
+    redis.call('ZREM', completed_key, id)
+    redis.call('DEL', tkey)
+  elseif state or redis.call('EXISTS', tkey) == 1 then
     return
   end
   if process_at == '0' then

@@ -2,10 +2,12 @@
 -- KEYS[1] -> run hash
 -- KEYS[2] -> asynq:{<queue>}:pending
 -- KEYS[3] -> asynq:{<queue>}:scheduled
+-- KEYS[4] -> asynq:{<queue>}:archived
+-- KEYS[5] -> asynq:{<queue>}:completed
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms
--- ARGV[4] -> retention of the record, seconds
+-- ARGV[4] -> record TTL, seconds (retention past scheduled_for)
 -- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[6] -> now, unix ns
 -- ARGV[7] -> asynq message
@@ -17,5 +19,5 @@ end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], KEYS[2], KEYS[3], ARGV[6])
+enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], ARGV[6], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return 1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -92,6 +93,9 @@ type PlannedRun struct {
 	// missed or released late from a hold (for metrics: its FireAt is
 	// the time it was planned).
 	CaughtUp bool
+	// Existed is set by Commit: the run's record was there already (the
+	// run was planned before), so the commit wrote nothing for it.
+	Existed bool
 }
 
 // Plan is what a scheduler decided for one due schedule.
@@ -120,7 +124,8 @@ type Plan struct {
 
 // Commit applies plans of one shard — run records, asynq tasks, the
 // schedules' advance — atomically per call and reports which applied; a
-// stale plan (the schedule changed since ReadDue) writes nothing.
+// stale plan (the schedule changed since ReadDue) writes nothing. In an
+// applied plan it marks the runs whose records existed (Existed).
 func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
 	if err := s.publishQueue(ctx); err != nil {
 		return nil, err
@@ -153,13 +158,22 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		}
 	}
 	res, err := commitScript.Run(ctx, s.rdb,
-		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Int64Slice()
+		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
 	}
+	if len(res) != len(plans) {
+		return nil, fmt.Errorf("commit %d plans of shard %d: %d answers", len(plans), shard, len(res))
+	}
 	out := make([]bool, len(res))
 	for i, v := range res {
-		out[i] = v == 1
+		made, ok := v.(string)
+		if out[i] = ok && strings.HasPrefix(made, "+"); !out[i] {
+			continue
+		}
+		for j := range plans[i].Runs {
+			plans[i].Runs[j].Existed = j+1 < len(made) && made[j+1] == '0'
+		}
 	}
 	return out, nil
 }

@@ -365,6 +365,9 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			appliedAny = true
 			s.metrics.missed.Add(float64(missed[i]))
 			for _, r := range plans[i].Runs {
+				if r.Existed {
+					continue // planned before: counted then
+				}
 				switch r.Status {
 				case model.RunEnqueued:
 					s.metrics.emitted.Inc()

@@ -742,3 +742,44 @@ func TestCorruptScheduleIsRetiredAndTheShardGoesOn(t *testing.T) {
 	b.runUntil(t, start.Add(3*time.Minute), 10*time.Second)
 	queuetest.RequireRuns(t, b.store, bad, model.RunEnqueued, "2024-03-09T00:03:00Z")
 }
+
+// Paused and resumed within the lookahead, a schedule plans again a run
+// already enqueued: nothing is written twice, and it is counted once.
+func TestARunPlannedAgainIsCountedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	ctx := context.Background()
+	b.upsert(t, model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *"})
+	b.clock.Advance(59 * time.Minute) // 00:59: the 01:00 run is enqueued ahead
+	b.tickAll(t)
+	_, err := b.store.SetPaused(ctx, "s", true)
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Second)
+	_, err = b.store.SetPaused(ctx, "s", false)
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Second)
+	b.tickAll(t)
+	queuetest.RequireRuns(t, b.store, "s", model.RunEnqueued, "2024-03-09T01:00:00Z")
+	require.Equal(t, 1, queuetest.CountTasks(t, b.rdb, queue.QueueNameDefault))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.sched.metrics.emitted))
+}
+
+// Deleted and created again within the lookahead, a schedule plans again
+// the run its former self enqueued: the run is in the new schedule's
+// history and kept with it, not left to the delete's expiry.
+func TestARecreatedScheduleKeepsTheRunItPlansAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	ctx := context.Background()
+	rec := b.upsert(t, model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *"})
+	b.clock.Advance(59 * time.Minute)
+	b.tickAll(t)
+	require.NoError(t, b.store.DeleteSchedule(ctx, "s"))
+	b.upsert(t, *rec)
+	b.clock.Advance(time.Second)
+	b.tickAll(t)
+	runs := queuetest.RequireRuns(t, b.store, "s", model.RunEnqueued, "2024-03-09T01:00:00Z")
+	keys := b.rdb.Keys(ctx, "chronos:*:run:"+runs[0].IdempotencyKey).Val()
+	require.Len(t, keys, 1)
+	require.Equal(t, time.Duration(-1), b.rdb.TTL(ctx, keys[0]).Val(), "the run record expires with the deleted schedule's")
+}

@@ -23,7 +23,8 @@
 --   hold ("1" = hold until the in-flight run ends), number of runs,
 --   then per run: key, run_at ms, fire_at ms, status, error,
 --   asynq message ("" for a SKIPPED run), process_at unix s ("0" = now)
--- Output: array of 1 (applied) / 0 (stale) per plan
+-- Output: per plan, 0 when stale, else "+" and per run 1 (written) or 0
+-- (its record existed: planned before, nothing written)
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local trimScan = 20
@@ -41,10 +42,18 @@ for p = 1, tonumber(ARGV[6]) do
       redis.call('HDEL', skey, 'rel')
     end
     local hkey = pfx .. 'runs:' .. id
+    local made = {'+'}
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. 'run:' .. key
-      if redis.call('EXISTS', rkey) == 0 then
+      local exists = redis.call('EXISTS', rkey) == 1
+      made[#made + 1] = exists and '0' or '1'
+      if exists and redis.call('HGET', rkey, 'sid') == id then
+        -- Planned again by a schedule deleted and created again: the run
+        -- is this schedule's, in its history and kept with it.
+        redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
+        redis.call('PERSIST', rkey)
+      elseif not exists then
         local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
         if err ~= '' then
           f[#f + 1] = 'err'
@@ -95,7 +104,7 @@ for p = 1, tonumber(ARGV[6]) do
     else
       redis.call('ZADD', KEYS[1], newScore, id)
     end
-    out[#out + 1] = 1
+    out[#out + 1] = table.concat(made)
   else
     if not cur[5] then
       redis.call('ZREM', KEYS[1], id)

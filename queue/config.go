@@ -39,8 +39,9 @@ type Config struct {
 	// RunHistory is how many run records are kept per schedule. Default
 	// RunHistoryDefault.
 	RunHistory int
-	// RunRetention is how long records of manual runs and deleted
-	// schedules' runs stay. Default RunRetentionDefault.
+	// RunRetention is how long records of manual runs (past their
+	// scheduled time) and deleted schedules' runs stay. Default
+	// RunRetentionDefault.
 	RunRetention time.Duration
 	// TaskRetention is how long asynq keeps finished tasks (dedup horizon).
 	// Default TaskRetentionDefault.

@@ -53,29 +53,55 @@ func (c *SimClock) Advance(d time.Duration) {
 // RedisClock is the local clock corrected by the Redis server's TIME, so all
 // replicas agree on "now" within a round trip regardless of their hosts'
 // clock skew. Call Sync periodically (RunSync does).
+//
+// It is never ahead of Redis: Redis read its TIME at some instant of the
+// round trip, so the offset is measured against the round trip's end (a
+// slow trip makes the clock late, not early, and the shortest of a few
+// trips is kept). And it never runs backwards: a correction that would
+// move it back holds it still until it catches up. So a run is never
+// planned or started before its time.
 type RedisClock struct {
 	rdb    redis.UniversalClient
 	offset atomic.Int64 // nanoseconds to add to the local clock
+	last   atomic.Int64 // the latest Now returned, unix ns
 }
 
 // NewRedisClock returns a clock synced to rdb; it starts with no correction.
 func NewRedisClock(rdb redis.UniversalClient) *RedisClock { return &RedisClock{rdb: rdb} }
 
-// Now returns the corrected time.
+// Now returns the corrected time, never earlier than a time it returned.
 func (c *RedisClock) Now() time.Time {
-	return time.Now().Add(time.Duration(c.offset.Load()))
+	now := time.Now().Add(time.Duration(c.offset.Load())).UnixNano()
+	for {
+		last := c.last.Load()
+		if now <= last {
+			return time.Unix(0, last)
+		}
+		if c.last.CompareAndSwap(last, now) {
+			return time.Unix(0, now)
+		}
+	}
 }
 
-// Sync measures the offset to Redis TIME, assuming a symmetric round trip.
+// syncSamples is how many round trips one Sync measures; the shortest
+// bounds the error best.
+const syncSamples = 3
+
+// Sync measures the offset to Redis TIME.
 func (c *RedisClock) Sync(ctx context.Context) error {
-	before := time.Now()
-	t, err := c.rdb.Time(ctx).Result()
-	if err != nil {
-		return err
+	best, bestRTT := time.Duration(0), time.Duration(-1)
+	for range syncSamples {
+		before := time.Now()
+		t, err := c.rdb.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		after := time.Now()
+		if rtt := after.Sub(before); bestRTT < 0 || rtt < bestRTT {
+			best, bestRTT = t.Sub(after), rtt
+		}
 	}
-	after := time.Now()
-	mid := before.Add(after.Sub(before) / 2)
-	c.offset.Store(int64(t.Sub(mid)))
+	c.offset.Store(int64(best))
 	return nil
 }
 

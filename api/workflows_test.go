@@ -39,6 +39,7 @@ func TestWorkflows(t *testing.T) {
 	// '}' ends the hash tag of the key: a}:b version c would share a key
 	// with a version b}:c.
 	requireError(t, b.do(t, http.MethodPut, "/workflows/a%7D:b/versions/c", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must not contain '}'")
+	requireError(t, b.do(t, http.MethodPut, "/workflows/a%FF/versions/c", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must be valid UTF-8")
 	require.ElementsMatch(t, before, b.keys(t))
 	requireError(t, b.do(t, http.MethodGet, "/workflows/wf-2/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "")
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind says how a schedule computes its fire times.
@@ -180,6 +182,16 @@ func (r *ScheduleRecord) Validate() error {
 	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
 		return &FieldError{"catchup_policy", err.Error()}
 	}
+	// The zero time means "no bound" inside (Window): as a bound it
+	// would be read as none.
+	for _, f := range []struct {
+		name string
+		at   *time.Time
+	}{{"start_at", r.StartAt}, {"end_at", r.EndAt}, {"fire_at", r.FireAt}} {
+		if f.at != nil && f.at.IsZero() {
+			return &FieldError{f.name, "0001-01-01T00:00:00Z is not a usable time"}
+		}
+	}
 	// Times are stored in milliseconds: a finer start_at or end_at is
 	// narrowed to the milliseconds inside it now, so the fire times
 	// computed before storing are those computed after.
@@ -221,7 +233,9 @@ func ValidateID(field, v string) error {
 		return &FieldError{field, "is required"}
 	case len(v) > MaxIDLen:
 		return &FieldError{field, fmt.Sprintf("longer than %d characters", MaxIDLen)}
-	case strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case !utf8.ValidString(v):
+		return &FieldError{field, "must be valid UTF-8"}
+	case strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return &FieldError{field, "must not contain whitespace or control characters"}
 	}
 	return nil

@@ -454,6 +454,36 @@ func TestListSchedulesWhileSchedulesFire(t *testing.T) {
 	require.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, seen)
 }
 
+// A client may change the page size between pages: no schedule is
+// skipped (here a due set large enough to be scanned in batches).
+func TestListSchedulesWithChangingLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{queue: &queue.Config{Shards: 1}})
+	const n = 400 // more than Redis's listpack limit: ZSCAN returns batches
+	for i := range n {
+		upsert(t, b, schedule(fmt.Sprintf("s%03d", i)))
+	}
+	seen := map[string]int{}
+	for cursor := ""; ; {
+		limit := 1
+		if !strings.HasSuffix(cursor, ":") && cursor != "" {
+			limit = 500 // the last page ended inside a ZSCAN batch
+		}
+		l := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet,
+			fmt.Sprintf("/schedules?limit=%d&cursor=%s", limit, url.QueryEscape(cursor)), nil)
+		for _, s := range l.Schedules {
+			seen[s.ID]++
+		}
+		if cursor = l.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Len(t, seen, n)
+	for id, c := range seen {
+		require.Equal(t, 1, c, id)
+	}
+}
+
 func TestListSchedulesEmpty(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

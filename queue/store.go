@@ -226,6 +226,11 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 	return nil, fmt.Errorf("schedule %s changed %d times while it was being resumed: %w", id, setPausedTries, ErrConflict)
 }
 
+// listScanCount is the ZSCAN COUNT of ListSchedules: fixed, not the page's
+// limit, so a page that ends inside a batch finds the same batch again
+// whatever limit the next page asks for.
+const listScanCount = 256
+
 // setPausedTries bounds SetPaused's retries when upserts keep changing the
 // schedule under it.
 const setPausedTries = 10
@@ -285,7 +290,8 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 // not move when the scheduler changes scores (ZSCAN returns a small set
 // whole, in score order). As with Redis SCAN, a schedule present for the
 // whole walk is returned, one created or deleted meanwhile may or may not
-// be.
+// be (unless so many are deleted that Redis shrinks a shard's table
+// between two pages).
 func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
 	sh, zc, after := 0, uint64(0), ""
 	if cursor != "" {
@@ -304,7 +310,7 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 	}
 	var ids []string
 	for sh < s.cfg.Shards && len(ids) < limit {
-		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", int64(limit)).Result()
+		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
 		if err != nil {
 			return nil, "", fmt.Errorf("list schedules: %w", err)
 		}

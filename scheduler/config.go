@@ -76,8 +76,11 @@ func (c Config) validate() error {
 	switch {
 	case c.TickInterval < 10*time.Millisecond:
 		return fmt.Errorf("TICK_MS must be at least 10, got %d", c.TickInterval.Milliseconds())
-	case c.MaxCatchupPerTick < 1:
-		return fmt.Errorf("MAX_CATCHUP_PER_TICK must be at least 1, got %d", c.MaxCatchupPerTick)
+	case c.MaxCatchupPerTick <= c.firesPerTick():
+		// A schedule firing every second must make up a backlog faster
+		// than it grows, or it never catches up.
+		return fmt.Errorf("MAX_CATCHUP_PER_TICK (%d) must exceed %d, twice the runs a schedule firing every second makes per tick at TICK_MS %d, or a catch-up never finishes",
+			c.MaxCatchupPerTick, c.firesPerTick(), c.TickInterval.Milliseconds())
 	case c.LeaseTTL < time.Second:
 		return fmt.Errorf("LEASE_TTL must be at least 1s, got %s", c.LeaseTTL)
 	case c.PageSize < 1 || c.PageSize > 10000:
@@ -89,6 +92,12 @@ func (c Config) validate() error {
 			c.MisfireGrace.Milliseconds(), c.takeover().Milliseconds())
 	}
 	return nil
+}
+
+// firesPerTick is twice the most runs one schedule can come due for in a
+// tick (fire times are whole seconds apart at least).
+func (c Config) firesPerTick() int {
+	return 2 * int((c.TickInterval+time.Second-1)/time.Second)
 }
 
 // takeover bounds how late a dead replica's shard is worked again: its

@@ -74,7 +74,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	p.NewNext = t
 	for _, dt := range times {
 		key := model.IdempotencyKey(d.ID, dt.at)
-		fire := dt.at.Add(model.JitterOffset(key, jitter))
+		fire := jittered(rec, key, dt.at, jitter)
 		if dt.missed {
 			fire = now
 			if rec.CatchupPolicy == model.CatchupSpread {
@@ -114,17 +114,30 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,
-// given that from is a fire time before cutoff. It searches backwards from
-// cutoff in growing windows, so a long outage costs a few Next calls rather
-// than one per missed run.
+// given that from is a fire time before cutoff. Next(x) < cutoff exactly
+// when x is before the answer, so it bisects on that, from windows that
+// grow backwards from cutoff (a run just before cutoff is found at once),
+// down to a second, then steps forward: a long outage costs a few dozen
+// Next calls rather than one per missed run, whatever end_at cuts off.
 func lastBefore(s model.Schedule, from, cutoff time.Time) time.Time {
-	c := from
+	before := func(x time.Time) bool { n := s.Next(x); return !n.IsZero() && n.Before(cutoff) }
+	lo, hi := from.Add(-time.Nanosecond), cutoff // before(lo), !before(hi)
 	for d := time.Second; d < cutoff.Sub(from); d *= 4 {
-		if n := s.Next(cutoff.Add(-d - time.Nanosecond)); !n.IsZero() && n.Before(cutoff) {
-			c = n
+		x := cutoff.Add(-d - time.Nanosecond)
+		if before(x) {
+			lo = x
 			break
 		}
+		hi = x
 	}
+	for hi.Sub(lo) > time.Second {
+		if mid := lo.Add(hi.Sub(lo) / 2); before(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	c := s.Next(lo)
 	for {
 		n := s.Next(c)
 		if n.IsZero() || !n.Before(cutoff) {
@@ -132,6 +145,23 @@ func lastBefore(s model.Schedule, from, cutoff time.Time) time.Time {
 		}
 		c = n
 	}
+}
+
+// jittered is a run's fire time: at moved by its jitter offset, but never
+// outside the schedule's start_at/end_at nor, for a once alarm, before
+// its time.
+func jittered(rec *model.ScheduleRecord, key string, at time.Time, jitter time.Duration) time.Time {
+	fire := at.Add(model.JitterOffset(key, jitter))
+	if rec.Kind == model.KindOnce && fire.Before(at) {
+		fire = at
+	}
+	if rec.StartAt != nil && fire.Before(*rec.StartAt) {
+		fire = *rec.StartAt
+	}
+	if rec.EndAt != nil && fire.After(*rec.EndAt) {
+		fire = *rec.EndAt
+	}
+	return fire
 }
 
 func maxTime(a, b time.Time) time.Time {

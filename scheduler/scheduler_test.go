@@ -382,6 +382,19 @@ func TestMisfireGraceMustCoverTakeover(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A per-second schedule's backlog must shrink each tick, or a catch-up
+// never finishes: the limit per tick must exceed twice its runs per tick.
+func TestMaxCatchupPerTickMustOutpaceAPerSecondSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	_, err := New(b.store, &Config{MaxCatchupPerTick: 2}, nil, nil)
+	require.ErrorContains(t, err, "MAX_CATCHUP_PER_TICK (2) must exceed 2")
+	_, err = New(b.store, &Config{MaxCatchupPerTick: 10, TickInterval: 5 * time.Second}, nil, nil)
+	require.ErrorContains(t, err, "MAX_CATCHUP_PER_TICK (10) must exceed 10")
+	_, err = New(b.store, &Config{MaxCatchupPerTick: 3}, nil, nil)
+	require.NoError(t, err)
+}
+
 // A tick whose context ends (Stop, a shard given away) finishes the page
 // it is on and stops; the next tick carries on, each run once.
 func TestTickStopsBetweenPagesWhenCancelled(t *testing.T) {

@@ -1,0 +1,86 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// lastBefore equals a forward walk over the fire times, in the odd DST
+// zones and with start_at/end_at windows anywhere.
+func TestLastBeforeMatchesAWalk(t *testing.T) {
+	t.Parallel()
+	zones := []string{"Australia/Lord_Howe", "America/Havana", "America/Santiago", "Atlantic/Azores", "Pacific/Chatham", "Pacific/Apia", "America/New_York"}
+	exprs := []string{"0 0 * * *", "30 0,1,2 * * *", "*/30 * * * *", "15,45 1,2 * * *", "0 23 * * *", "0 0 1 * *", "59 23 * * *"}
+	r := rand.New(rand.NewPCG(5, 5))
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 3000 {
+		z, expr := zones[r.IntN(len(zones))], exprs[r.IntN(len(exprs))]
+		rec := model.ScheduleRecord{CronExpr: expr, Timezone: z}
+		if r.IntN(2) == 0 {
+			s := base.Add(time.Duration(r.Int64N(int64(3 * 365 * 24 * time.Hour))))
+			e := s.Add(time.Duration(r.Int64N(int64(30 * 24 * time.Hour))))
+			rec.StartAt, rec.EndAt = &s, &e
+		}
+		sched, err := rec.Compile()
+		require.NoError(t, err)
+		from := sched.Next(base.Add(time.Duration(r.Int64N(int64(3 * 365 * 24 * time.Hour)))))
+		if from.IsZero() {
+			continue
+		}
+		cutoff := from.Add(time.Duration(r.Int64N(int64(40*24*time.Hour))) + time.Nanosecond)
+		want := from
+		for n := sched.Next(from); !n.IsZero() && n.Before(cutoff); n = sched.Next(n) {
+			want = n
+		}
+		require.Equal(t, want, lastBefore(sched, from, cutoff), "%s %s from %s cutoff %s", expr, z, from, cutoff)
+	}
+}
+
+type countingSchedule struct {
+	s model.Schedule
+	n int
+}
+
+func (c *countingSchedule) Next(t time.Time) time.Time { c.n++; return c.s.Next(t) }
+
+// With end_at inside an outage no backward window holds a fire time; the
+// search must still cost a few dozen Next calls, not one per missed run.
+func TestLastBeforeIsCheapWhenEndAtIsInsideTheOutage(t *testing.T) {
+	t.Parallel()
+	from := start.Add(time.Second)
+	cutoff := from.Add(180 * 24 * time.Hour)
+	end := cutoff.Add(-40 * 24 * time.Hour)
+	rec := model.ScheduleRecord{CronExpr: "* * * * * *", Timezone: "UTC", EndAt: &end}
+	s, err := rec.Compile()
+	require.NoError(t, err)
+	c := &countingSchedule{s: s}
+	require.Equal(t, end.Truncate(time.Second), lastBefore(c, from, cutoff))
+	require.Less(t, c.n, 100, "Next calls")
+}
+
+// Jitter never moves a fire time outside start_at/end_at.
+func TestJitterStaysInsideTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	s, e := start.Add(10*time.Minute), start.Add(20*time.Minute)
+	for i := range 4 {
+		b.upsert(t, model.ScheduleRecord{ID: fmt.Sprintf("jw%d", i), CronExpr: "* * * * *", StartAt: &s, EndAt: &e, JitterMs: 30000})
+	}
+	b.runUntil(t, start.Add(30*time.Minute), 5*time.Second)
+	for i := range 4 {
+		runs, err := b.store.ListRuns(context.Background(), fmt.Sprintf("jw%d", i), 1000)
+		require.NoError(t, err)
+		require.Len(t, runs, 11)
+		for _, r := range runs {
+			require.False(t, r.FireAt.Before(s) || r.FireAt.After(e), "run at %s fires at %s, outside [00:10, 00:20]",
+				r.RunAt.Format(time.TimeOnly), r.FireAt.Format(time.TimeOnly))
+		}
+	}
+}

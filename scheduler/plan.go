@@ -65,7 +65,14 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			}
 		}
 	}
-	for !t.IsZero() && !t.After(horizon) && len(times) < limit {
+	// An "allow" run is planned up to the lookahead ahead of its time;
+	// a "skip" or "queue" run only once its fire time has come, since
+	// whether the run before it is still in flight is decided then.
+	due := func(t time.Time) bool { return !t.After(horizon) }
+	if rec.OverlapPolicy != model.OverlapAllow {
+		due = func(t time.Time) bool { return !jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter).After(now) }
+	}
+	for !t.IsZero() && due(t) && len(times) < limit {
 		times = append(times, dueTime{at: t})
 		t = sched.Next(t)
 	}
@@ -108,7 +115,11 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		// A schedule still due after this plan (catch-up bound reached) is
 		// scored just past now, so this tick's later pages don't re-read it
 		// and the next tick continues it.
-		p.NewScore = float64(max(p.NewNext.Add(-lead).UnixMilli(), now.UnixMilli()+1))
+		act := p.NewNext.Add(-lead)
+		if rec.OverlapPolicy != model.OverlapAllow {
+			act = jittered(rec, model.IdempotencyKey(d.ID, p.NewNext), p.NewNext, jitter)
+		}
+		p.NewScore = float64(max(act.UnixMilli(), now.UnixMilli()+1))
 	}
 	return p, missed
 }

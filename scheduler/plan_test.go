@@ -84,3 +84,44 @@ func TestJitterStaysInsideTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// With overlap_policy skip and jitter, a run is SKIPPED only if the run
+// before it is in flight at its fire time. Here every run ends the moment
+// it fires, so a run that fires after the one before it is never skipped.
+func TestSkipWithJitterSkipsOnlyRealOverlaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := context.Background()
+	rec := b.upsert(t, model.ScheduleRecord{ID: "skj", CronExpr: "* * * * *", OverlapPolicy: model.OverlapSkip, JitterMs: 40000})
+	finishFired := func() {
+		runs, err := b.store.ListRuns(ctx, rec.ID, 1000)
+		require.NoError(t, err)
+		for _, r := range runs {
+			if r.Status == model.RunEnqueued && !r.FireAt.After(b.clock.Now()) {
+				b.report(t, rec.ID, r.IdempotencyKey, model.RunSuccess)
+			}
+		}
+	}
+	for b.clock.Now().Before(start.Add(30 * time.Minute)) {
+		b.clock.Advance(time.Second)
+		finishFired()
+		b.tickAll(t)
+		finishFired()
+	}
+	runs, err := b.store.ListRuns(ctx, rec.ID, 1000)
+	require.NoError(t, err)
+	fireOf := map[string]time.Time{}
+	for _, r := range runs {
+		fireOf[r.IdempotencyKey] = r.FireAt
+	}
+	for _, r := range runs {
+		if r.Status != model.RunSkipped {
+			continue
+		}
+		var prev string
+		_, err := fmt.Sscanf(r.Error, "skipped: run %s is still in flight", &prev)
+		require.NoError(t, err)
+		require.False(t, fireOf[prev].Before(r.FireAt), "run %s (fire %s) skipped for a run that fired, and ended, at %s",
+			r.RunAt.Format(time.TimeOnly), r.FireAt.Format(time.TimeOnly), fireOf[prev].Format(time.TimeOnly))
+	}
+}

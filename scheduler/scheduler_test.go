@@ -265,24 +265,35 @@ func TestQueuedRunStartsWhateverTheCatchupPolicy(t *testing.T) {
 	}
 }
 
-// A "queue" schedule released by its in-flight run's end is due again at
-// its act time, jitter included, so a run with a negative jitter offset
-// is still enqueued by its fire time.
-func TestReleasedQueueScheduleKeepsItsJitterLead(t *testing.T) {
+// A "skip" or "queue" schedule decides at a run's jittered fire time
+// whether the run before it is in flight: a run with a negative offset is
+// planned (here held) at its fire time, not at its unjittered time, and
+// released by the run before it ending, it starts at once.
+func TestHeldRunKeepsItsJitteredFireTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	rec := b.upsert(t, model.ScheduleRecord{ID: "qj", CronExpr: "* * * * *", JitterMs: 30000,
+	const jitter = 30 * time.Second
+	second := start.Add(2 * time.Minute)
+	var id string
+	var off time.Duration
+	for i := 0; ; i++ { // an id whose 00:02 run fires at least 10 s early
+		id = fmt.Sprintf("qj%d", i)
+		if off = model.JitterOffset(model.IdempotencyKey(id, second), jitter); off < -10*time.Second {
+			break
+		}
+	}
+	rec := b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "* * * * *", JitterMs: jitter.Milliseconds(),
 		OverlapPolicy: model.OverlapQueue})
-	b.runUntil(t, start.Add(90*time.Second), 5*time.Second) // 00:01 in flight, 00:02 held
-	runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+	b.runUntil(t, second.Add(off).Add(-time.Second), time.Second)
+	first := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, "2024-03-09T00:01:00Z")
+	b.runUntil(t, second.Add(off).Add(2*time.Second), time.Second) // 00:02 came due: held behind 00:01
 
-	b.clock.Set(start.Add(100 * time.Second))
-	b.report(t, rec.ID, runs[0].IdempotencyKey, model.RunSuccess)
-	b.clock.Set(start.Add(105 * time.Second)) // past 00:02's act time (00:01:30)
+	b.report(t, rec.ID, first[0].IdempotencyKey, model.RunSuccess)
 	b.tickAll(t)
-	runs = queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
 	require.Equal(t, model.RunEnqueued, runs[1].Status)
-	require.Equal(t, start.Add(105*time.Second), *runs[1].EnqueuedAt)
+	require.Equal(t, b.clock.Now(), *runs[1].EnqueuedAt, "enqueued when released")
+	require.Equal(t, second.Add(off), runs[1].FireAt)
 }
 
 func TestRunTimeoutReleasesSchedule(t *testing.T) {
@@ -536,7 +547,7 @@ func TestReplannedRunThatEndedIsNotInFlight(t *testing.T) {
 	b.upsert(t, model.ScheduleRecord{ID: "w", CronExpr: "0 * * * *", JitterMs: jitter.Milliseconds(), OverlapPolicy: model.OverlapSkip})
 	b.runUntil(t, at.Add(-time.Hour+jitter), time.Second)
 	b.report(t, "w", model.IdempotencyKey("w", at.Add(-time.Hour)), model.RunSuccess)
-	b.runUntil(t, at.Add(-jitter), time.Second)
+	b.runUntil(t, at.Add(model.JitterOffset(model.IdempotencyKey("w", at), jitter)), time.Second) // its fire time
 	key := model.IdempotencyKey("w", at)
 	_, err := b.store.GetScheduleRun(ctx, "w", key)
 	require.NoError(t, err, "the run at %s is planned", at)
@@ -544,7 +555,7 @@ func TestReplannedRunThatEndedIsNotInFlight(t *testing.T) {
 	_, err = b.store.SetPaused(ctx, "w", true)
 	require.NoError(t, err)
 	b.report(t, "w", key, model.RunSkipped) // as the launcher does while paused
-	b.clock.Set(at.Add(-2 * time.Second))
+	b.clock.Set(at.Add(-2 * time.Second)) // resumed before the run's own time: it comes again
 	_, err = b.store.SetPaused(ctx, "w", false)
 	require.NoError(t, err)
 	b.runUntil(t, at.Add(time.Hour+time.Minute), time.Second)

@@ -555,7 +555,7 @@ func TestReplannedRunThatEndedIsNotInFlight(t *testing.T) {
 	_, err = b.store.SetPaused(ctx, "w", true)
 	require.NoError(t, err)
 	b.report(t, "w", key, model.RunSkipped) // as the launcher does while paused
-	b.clock.Set(at.Add(-2 * time.Second)) // resumed before the run's own time: it comes again
+	b.clock.Set(at.Add(-2 * time.Second))   // resumed before the run's own time: it comes again
 	_, err = b.store.SetPaused(ctx, "w", false)
 	require.NoError(t, err)
 	b.runUntil(t, at.Add(time.Hour+time.Minute), time.Second)

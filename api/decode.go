@@ -181,11 +181,7 @@ func pathID(c echo.Context, param, field string) (string, error) {
 			return "", fieldError(field, "invalid path escape in %q", c.Param(param))
 		}
 	}
-	validate := model.ValidateID
-	if field == "workflow_id" {
-		validate = model.ValidateWorkflowID
-	}
-	if err := validate(field, v); err != nil {
+	if err := validateID(field, v); err != nil {
 		return "", err
 	}
 	return v, nil
@@ -194,10 +190,7 @@ func pathID(c echo.Context, param, field string) (string, error) {
 // workflowTarget reads what a run executes: workflow_id, version and
 // user_id, all required.
 func workflowTarget(o object) (workflowID string, version model.Version, userID string, err error) {
-	if workflowID, err = o.str("workflow_id"); err != nil {
-		return
-	}
-	if err = model.ValidateWorkflowID("workflow_id", workflowID); err != nil {
+	if workflowID, err = requireID(o, "workflow_id"); err != nil {
 		return
 	}
 	if version, err = o.version("version"); err != nil {
@@ -216,7 +209,15 @@ func requireID(o object, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return v, model.ValidateID(name, v)
+	return v, validateID(name, v)
+}
+
+// validateID checks an identifier; a workflow id has a rule of its own.
+func validateID(field, v string) error {
+	if field == "workflow_id" {
+		return model.ValidateWorkflowID(field, v)
+	}
+	return model.ValidateID(field, v)
 }
 
 // optionalID checks an identifier field that may be absent.
@@ -225,7 +226,7 @@ func optionalID(o object, name string) (string, error) {
 	if err != nil || v == "" {
 		return v, err
 	}
-	return v, model.ValidateID(name, v)
+	return v, validateID(name, v)
 }
 
 // boundedString checks a free-form string field's length.

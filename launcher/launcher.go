@@ -307,7 +307,7 @@ func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.Ta
 // recordFailedAttempt counts a failed executor call, even when the task's
 // context has ended, so the retry is not judged late.
 func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return l.store.RecordFailedAttempt(ctx, p)
 }
@@ -332,11 +332,17 @@ func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string
 // acted, and a lost report would make asynq start the run again.
 const reportTimeout = 5 * time.Second
 
+// detached is ctx without its cancellation, bounded by reportTimeout: for
+// the writes that record what the executor did.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+}
+
 // report records a status and says whether it did; a run that has moved
 // on (timed out, reported by the executor itself) or is gone is left as
 // it is.
 func (l *Launcher) report(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) (applied bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	err = l.store.ReportTaskStatus(ctx, p, u)
 	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {

@@ -159,12 +159,7 @@ func (s *Store) taskShard(p *TaskPayload) int {
 // cut to model.MaxRunErrorLen bytes and a run id to model.MaxIDLen,
 // whoever reports (the API, or an executor's answer through a launcher).
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
-	if len(u.Error) > model.MaxRunErrorLen {
-		u.Error = strings.ToValidUTF8(u.Error[:model.MaxRunErrorLen], "")
-	}
-	if len(u.RunID) > model.MaxIDLen {
-		u.RunID = strings.ToValidUTF8(u.RunID[:model.MaxIDLen], "")
-	}
+	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
 		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From)).Slice()
 	if err != nil {
@@ -179,6 +174,14 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 		return fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
 	}
 	return nil
+}
+
+// cut shortens s to at most n bytes of valid UTF-8.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // ManualRun asks for a run outside any schedule (POST /run-launcher/start).

@@ -33,8 +33,17 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		return p, 0 // nothing planned: retire
 	}
 	jitter := time.Duration(rec.JitterMs) * time.Millisecond
+	// act is when the run at t is planned: an "allow" run up to its lead
+	// (lookahead, jitter) ahead; a "skip" or "queue" run once its fire
+	// time has come, since whether the run before it is still in flight
+	// is decided then.
 	lead := pl.lead(rec)
-	horizon := now.Add(lead)
+	act := func(t time.Time) time.Time {
+		if rec.OverlapPolicy == model.OverlapAllow {
+			return t.Add(-lead)
+		}
+		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter)
+	}
 	limit := pl.cfg.MaxCatchupPerTick
 	cutoff := now.Add(-pl.cfg.MisfireGrace)
 
@@ -65,14 +74,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			}
 		}
 	}
-	// An "allow" run is planned up to the lookahead ahead of its time;
-	// a "skip" or "queue" run only once its fire time has come, since
-	// whether the run before it is still in flight is decided then.
-	due := func(t time.Time) bool { return !t.After(horizon) }
-	if rec.OverlapPolicy != model.OverlapAllow {
-		due = func(t time.Time) bool { return !jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter).After(now) }
-	}
-	for !t.IsZero() && due(t) && len(times) < limit {
+	for !t.IsZero() && !act(t).After(now) && len(times) < limit {
 		times = append(times, dueTime{at: t})
 		t = sched.Next(t)
 	}
@@ -115,11 +117,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		// A schedule still due after this plan (catch-up bound reached) is
 		// scored just past now, so this tick's later pages don't re-read it
 		// and the next tick continues it.
-		act := p.NewNext.Add(-lead)
-		if rec.OverlapPolicy != model.OverlapAllow {
-			act = jittered(rec, model.IdempotencyKey(d.ID, p.NewNext), p.NewNext, jitter)
-		}
-		p.NewScore = float64(max(act.UnixMilli(), now.UnixMilli()+1))
+		p.NewScore = float64(max(act(p.NewNext).UnixMilli(), now.UnixMilli()+1))
 	}
 	return p, missed
 }

@@ -43,11 +43,13 @@ for p = 1, tonumber(ARGV[6]) do
     end
     local hkey = pfx .. 'runs:' .. id
     local made = {'+'}
+    local existed = {}
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. 'run:' .. key
       local exists = redis.call('EXISTS', rkey) == 1
       made[#made + 1] = exists and '0' or '1'
+      existed[key] = exists
       if exists and redis.call('HGET', rkey, 'sid') == id then
         -- Planned again by a schedule deleted and created again: the run
         -- is this schedule's, in its history and kept with it.
@@ -73,7 +75,7 @@ for p = 1, tonumber(ARGV[6]) do
     -- keeps its record; if that run has ended, nothing would release
     -- the schedule, so it does not become the in-flight run.
     local inflight = cur[2] or ''
-    if newInfl ~= '' and not final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')] then
+    if newInfl ~= '' and not (existed[newInfl] and final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')]) then
       inflight = newInfl
       redis.call('HSET', skey, 'inflight', newInfl)
       redis.call('ZADD', KEYS[2], deadline, id)

@@ -12,7 +12,7 @@ local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, sche
     redis.call('ZREM', archived_key, id)
     redis.call('ZREM', completed_key, id)
     redis.call('DEL', tkey)
-  elseif state or redis.call('EXISTS', tkey) == 1 then
+  elseif state then
     return
   end
   if process_at == '0' then

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build bench fuzz lint tools
+.PHONY: run test build image bench fuzz
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
 run:
@@ -10,6 +10,11 @@ run:
 ## build: the one binary, into bin/chronos.
 build:
 	$(GO) build -o bin/chronos ./cmd/chronos
+
+## image: the container image (deploy/Dockerfile) as chronos:local, the
+## name docker-compose.yml uses.
+image:
+	docker build -f deploy/Dockerfile -t chronos:local .
 
 ## test: every test, including integration tests on a real redis-server
 ## (started by the tests on free ports) and the multi-process chaos test.

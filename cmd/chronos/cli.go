@@ -80,8 +80,10 @@ type DevCmd struct {
 }
 
 // Run runs chronos dev.
-func (c *DevCmd) Run(ctx context.Context, env *Env) error {
-	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == ""})
+func (c *DevCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
+
+func (c *DevCmd) spec() processSpec {
+	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == ""}
 }
 
 // AllCmd runs API, scheduler and launcher in one process.
@@ -93,8 +95,10 @@ type AllCmd struct {
 }
 
 // Run runs chronos all.
-func (c *AllCmd) Run(ctx context.Context, env *Env) error {
-	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts})
+func (c *AllCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
+
+func (c *AllCmd) spec() processSpec {
+	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts}
 }
 
 // APICmd runs the API.
@@ -104,8 +108,10 @@ type APICmd struct {
 }
 
 // Run runs chronos api.
-func (c *APICmd) Run(ctx context.Context, env *Env) error {
-	return run(ctx, env, processSpec{common: c.Common, api: &c.APIOpts})
+func (c *APICmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
+
+func (c *APICmd) spec() processSpec {
+	return processSpec{common: c.Common, api: &c.APIOpts}
 }
 
 // SchedulerCmd runs a scheduler replica.
@@ -115,8 +121,10 @@ type SchedulerCmd struct {
 }
 
 // Run runs chronos scheduler.
-func (c *SchedulerCmd) Run(ctx context.Context, env *Env) error {
-	return run(ctx, env, processSpec{common: c.Common, sched: &c.SchedulerOpts})
+func (c *SchedulerCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
+
+func (c *SchedulerCmd) spec() processSpec {
+	return processSpec{common: c.Common, sched: &c.SchedulerOpts}
 }
 
 // LauncherCmd runs a launcher replica.
@@ -126,6 +134,8 @@ type LauncherCmd struct {
 }
 
 // Run runs chronos launcher.
-func (c *LauncherCmd) Run(ctx context.Context, env *Env) error {
-	return run(ctx, env, processSpec{common: c.Common, launch: &c.LauncherOpts})
+func (c *LauncherCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
+
+func (c *LauncherCmd) spec() processSpec {
+	return processSpec{common: c.Common, launch: &c.LauncherOpts}
 }

@@ -93,9 +93,11 @@ type PlannedRun struct {
 	// missed or released late from a hold (for metrics: its FireAt is
 	// the time it was planned).
 	CaughtUp bool
-	// Existed is set by Commit: the run's record was there already (the
-	// run was planned before), so the commit wrote nothing for it.
-	Existed bool
+	// Written is set by Commit: the commit wrote the run's record (and
+	// task). Not when the record was there already (the run was planned
+	// before) nor when the commit cut the plan short before this run (it
+	// is planned again: see commit.lua).
+	Written bool
 }
 
 // Plan is what a scheduler decided for one due schedule.
@@ -125,7 +127,7 @@ type Plan struct {
 // Commit applies plans of one shard — run records, asynq tasks, the
 // schedules' advance — atomically per call and reports which applied; a
 // stale plan (the schedule changed since ReadDue) writes nothing. In an
-// applied plan it marks the runs whose records existed (Existed).
+// applied plan it marks the runs it wrote (Written).
 func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
 	if err := s.publishQueue(ctx); err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 			continue
 		}
 		for j := range plans[i].Runs {
-			plans[i].Runs[j].Existed = j+1 < len(made) && made[j+1] == '0'
+			plans[i].Runs[j].Written = j+1 < len(made) && made[j+1] == '1'
 		}
 	}
 	return out, nil

@@ -365,8 +365,8 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			appliedAny = true
 			s.metrics.missed.Add(float64(missed[i]))
 			for _, r := range plans[i].Runs {
-				if r.Existed {
-					continue // planned before: counted then
+				if !r.Written {
+					continue // planned before (counted then) or not yet
 				}
 				switch r.Status {
 				case model.RunEnqueued:

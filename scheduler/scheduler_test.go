@@ -565,6 +565,59 @@ func TestReplannedRunThatEndedIsNotInFlight(t *testing.T) {
 	require.Equal(t, model.RunEnqueued, r.Status, "nothing is in flight: %s", r.Error)
 }
 
+// The same re-planned run that ended, but found in one plan with a later
+// run (the scheduler was down meanwhile): the plan decided the later run
+// (held for "queue", SKIPPED for "skip") as if the ended run were in
+// flight. Nothing was: the later run must be planned as if nothing were,
+// not held for ever or skipped.
+func TestReplannedRunThatEndedDoesNotHoldOrSkipTheNextInOnePlan(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []model.OverlapPolicy{model.OverlapQueue, model.OverlapSkip} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, nil)
+			ctx := context.Background()
+			const jitter = 30 * time.Second
+			second := start.Add(2 * time.Minute)
+			var id string
+			var off time.Duration
+			for i := 0; ; i++ { // an id whose 00:02 run fires at least 10 s early
+				id = fmt.Sprintf("%s%d", policy, i)
+				if off = model.JitterOffset(model.IdempotencyKey(id, second), jitter); off < -10*time.Second {
+					break
+				}
+			}
+			b.clock.Set(second.Add(off).Add(-5 * time.Second))
+			b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "* * * * *", JitterMs: jitter.Milliseconds(), OverlapPolicy: policy})
+			b.runUntil(t, second.Add(off).Add(time.Second), time.Second)
+			key := model.IdempotencyKey(id, second)
+			queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
+
+			_, err := b.store.SetPaused(ctx, id, true)
+			require.NoError(t, err)
+			b.report(t, id, key, model.RunSkipped) // as the launcher does while paused
+			_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
+			require.NoError(t, err)
+
+			// The scheduler is down until 00:04:05.
+			b.clock.Set(start.Add(4*time.Minute + 5*time.Second))
+			b.tickAll(t)
+			b.runUntil(t, start.Add(6*time.Minute), 5*time.Second)
+			for _, m := range []time.Duration{3, 4, 5} {
+				r, err := b.store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, start.Add(m*time.Minute)))
+				require.NoError(t, err, "the 00:0%d run is planned", m)
+				if policy == model.OverlapSkip && m > 3 {
+					continue // the 00:03 run is in flight (no launcher here): these are skipped
+				}
+				require.Equal(t, model.RunEnqueued, r.Status, "00:0%d: %s", m, r.Error)
+				if policy == model.OverlapQueue {
+					break // 00:04 waits for 00:03
+				}
+			}
+		})
+	}
+}
+
 // Two replicas that both believe they hold every shard (a lease that
 // expired while its holder was paused) tick concurrently: every planned run
 // still has one record and one task.

@@ -23,8 +23,9 @@
 --   hold ("1" = hold until the in-flight run ends), number of runs,
 --   then per run: key, run_at ms, fire_at ms, status, error,
 --   asynq message ("" for a SKIPPED run), process_at unix s ("0" = now)
--- Output: per plan, 0 when stale, else "+" and per run 1 (written) or 0
--- (its record existed: planned before, nothing written)
+-- Output: per plan, 0 when stale, else "+" and per run 1 (written), 0
+-- (its record existed: planned before, nothing written) or - (not
+-- applied: the plan was cut short, see below)
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local trimScan = 20
@@ -42,20 +43,44 @@ for p = 1, tonumber(ARGV[6]) do
       redis.call('HDEL', skey, 'rel')
     end
     local hkey = pfx .. 'runs:' .. id
+    -- A run planned again (after a resume, or a delete and re-create)
+    -- keeps its record. If the plan makes such a run the in-flight one
+    -- and it has ended, nothing would release the schedule, and the
+    -- plan's later decisions (runs SKIPPED or held behind it) were made
+    -- for a run that is not in flight: the plan applies up to that run,
+    -- and the schedule is due again at the next time, to be planned with
+    -- nothing in flight.
+    local apply, cutNext = nRuns, nil
+    if newInfl ~= '' then
+      for r = 1, nRuns do
+        local j = i + (r - 1) * 7
+        if ARGV[j] == newInfl then
+          if final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')] then
+            newInfl = ''
+            if r < nRuns then
+              apply, cutNext = r, ARGV[j + 8] -- the next run's run_at
+            elseif hold == '1' then
+              cutNext = newNext
+            end
+          end
+          break
+        end
+      end
+    end
     local made = {'+'}
-    local existed = {}
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. 'run:' .. key
-      local exists = redis.call('EXISTS', rkey) == 1
-      made[#made + 1] = exists and '0' or '1'
-      existed[key] = exists
-      if exists and redis.call('HGET', rkey, 'sid') == id then
+      local exists = r <= apply and redis.call('EXISTS', rkey) == 1
+      if r > apply then
+        made[#made + 1] = '-'
+      elseif exists and redis.call('HGET', rkey, 'sid') == id then
         -- Planned again by a schedule deleted and created again: the run
         -- is this schedule's, in its history and kept with it.
         redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
         redis.call('PERSIST', rkey)
       elseif not exists then
+        made[#made + 1] = '1'
         local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
         if err ~= '' then
           f[#f + 1] = 'err'
@@ -69,13 +94,13 @@ for p = 1, tonumber(ARGV[6]) do
         redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)
       end
+      if exists then
+        made[#made + 1] = '0'
+      end
       i = i + 7
     end
-    -- A run planned again (after a resume, or a delete and re-create)
-    -- keeps its record; if that run has ended, nothing would release
-    -- the schedule, so it does not become the in-flight run.
     local inflight = cur[2] or ''
-    if newInfl ~= '' and not (existed[newInfl] and final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')]) then
+    if newInfl ~= '' then
       inflight = newInfl
       redis.call('HSET', skey, 'inflight', newInfl)
       redis.call('ZADD', KEYS[2], deadline, id)
@@ -95,16 +120,21 @@ for p = 1, tonumber(ARGV[6]) do
         end
       end
     end
-    if newNext == '' then
-      redis.call('HDEL', skey, 'next')
+    if cutNext then
+      redis.call('HSET', skey, 'next', cutNext)
+      redis.call('ZADD', KEYS[1], tonumber(now) + 1, id) -- planned again next tick
     else
-      redis.call('HSET', skey, 'next', newNext)
-    end
-    if hold == '1' then
-      redis.call('HSET', skey, 'held', '1')
-      redis.call('ZADD', KEYS[1], '+inf', id)
-    else
-      redis.call('ZADD', KEYS[1], newScore, id)
+      if newNext == '' then
+        redis.call('HDEL', skey, 'next')
+      else
+        redis.call('HSET', skey, 'next', newNext)
+      end
+      if hold == '1' then
+        redis.call('HSET', skey, 'held', '1')
+        redis.call('ZADD', KEYS[1], '+inf', id)
+      else
+        redis.call('ZADD', KEYS[1], newScore, id)
+      end
     end
     out[#out + 1] = table.concat(made)
   else

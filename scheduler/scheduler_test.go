@@ -595,7 +595,7 @@ func TestReplannedRunThatEndedDoesNotHoldOrSkipTheNextInOnePlan(t *testing.T) {
 
 			_, err := b.store.SetPaused(ctx, id, true)
 			require.NoError(t, err)
-			b.report(t, id, key, model.RunSkipped) // as the launcher does while paused
+			b.report(t, id, key, model.RunSkipped)     // as the launcher does while paused
 			_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
 			require.NoError(t, err)
 

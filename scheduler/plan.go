@@ -45,30 +45,55 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter)
 	}
 	limit := pl.cfg.MaxCatchupPerTick
+	// A run is missed when its jittered fire time is more than the grace
+	// ago, so every run before surely is (jitter moves a fire time by at
+	// most jitter).
 	cutoff := now.Add(-pl.cfg.MisfireGrace)
+	surely := cutoff.Add(-jitter)
+	isMissed := func(t time.Time) bool {
+		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter).Before(cutoff)
+	}
 
 	var times []dueTime
 	t := d.Next
 	if d.Released {
 		// It waited for the run in flight ("queue"): it starts now,
 		// however late, and only the times after it can be missed.
-		times = append(times, dueTime{at: t, missed: t.Before(cutoff)})
+		times = append(times, dueTime{at: t, missed: isMissed(t)})
 		t = sched.Next(t)
 	}
-	if !t.IsZero() && t.Before(cutoff) {
+	// The missed runs are those from t on up to the first that is not
+	// (with a jitter longer than the period, a later run can be missed
+	// and an earlier one not: it waits its turn). Past the runs surely
+	// missed, none and latest look at them one by one: that stretch ends
+	// after about sqrt(π·jitter/period) runs (a few hundred for a
+	// per-second schedule with a day's jitter).
+	if !t.IsZero() && isMissed(t) {
+		first := t
 		switch rec.CatchupPolicy {
 		case model.CatchupNone:
 			missed++
-			t = sched.Next(cutoff.Add(-time.Nanosecond))
+			if t.Before(surely) {
+				t = sched.Next(surely.Add(-time.Nanosecond))
+			}
+			for !t.IsZero() && isMissed(t) {
+				t = sched.Next(t)
+			}
 		case model.CatchupLatest:
-			last := lastBefore(sched, t, cutoff)
-			if !last.Equal(t) {
+			last := t
+			if t.Before(surely) {
+				last = lastBefore(sched, t, surely)
+			}
+			for n := sched.Next(last); !n.IsZero() && isMissed(n); n = sched.Next(n) {
+				last = n
+			}
+			if !last.Equal(first) {
 				missed++ // runs before last are dropped
 			}
 			times = append(times, dueTime{at: last, missed: true})
 			t = sched.Next(last)
 		default: // fire_immediately, spread
-			for !t.IsZero() && t.Before(cutoff) && len(times) < limit {
+			for !t.IsZero() && isMissed(t) && len(times) < limit {
 				times = append(times, dueTime{at: t, missed: true})
 				t = sched.Next(t)
 			}

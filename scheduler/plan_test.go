@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
 )
 
 // lastBefore equals a forward walk over the fire times, in the odd DST
@@ -123,5 +124,54 @@ func TestSkipWithJitterSkipsOnlyRealOverlaps(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, fireOf[prev].Before(r.FireAt), "run %s (fire %s) skipped for a run that fired, and ended, at %s",
 			r.RunAt.Format(time.TimeOnly), r.FireAt.Format(time.TimeOnly), fireOf[prev].Format(time.TimeOnly))
+	}
+}
+
+// With a jitter longer than the period, the runs a long outage missed end
+// where the first run's jittered fire time is within the grace. Catch-up
+// none and latest jump over the runs surely missed and look at those near
+// the cutoff one by one: the plan agrees with a walk over every run.
+func TestCatchupOfAJitterLongerThanThePeriod(t *testing.T) {
+	t.Parallel()
+	const jitter = 6 * time.Hour
+	rec := &model.ScheduleRecord{ID: "s", Kind: model.KindEvery, EverySeconds: 1, JitterMs: jitter.Milliseconds(),
+		OverlapPolicy: model.OverlapSkip}
+	anchor := start
+	rec.StartAt = &anchor
+	sched, err := rec.Compile()
+	require.NoError(t, err)
+	cfg := Config{MisfireGrace: 10 * time.Second, MaxCatchupPerTick: 100}
+	pl := planner{cfg: cfg, lead: func(*model.ScheduleRecord) time.Duration { return jitter }}
+	now := start.Add(12 * time.Hour)
+	cutoff := now.Add(-cfg.MisfireGrace)
+
+	// The walk: missed runs are those up to the first that is not.
+	var lastMissed, firstKept time.Time
+	for at := sched.Next(start.Add(-time.Second)); ; at = sched.Next(at) {
+		if !jittered(rec, model.IdempotencyKey("s", at), at, jitter).Before(cutoff) {
+			firstKept = at
+			break
+		}
+		lastMissed = at
+	}
+	require.True(t, firstKept.After(cutoff.Add(-jitter)), "the test needs missed runs near the cutoff")
+
+	for _, policy := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest} {
+		r := *rec
+		r.CatchupPolicy = policy
+		p, missed := pl.plan(queue.DueSchedule{ID: "s", Next: sched.Next(start.Add(-time.Second))}, &r, sched, now)
+		require.Equal(t, 1, missed, policy)
+		runs, next := p.Runs, p.NewNext
+		switch policy {
+		case model.CatchupNone:
+			if len(runs) > 0 { // its jittered time has come
+				next = runs[0].RunAt
+			}
+			require.Equal(t, firstKept, next, "none: the first run not missed is the next one")
+		case model.CatchupLatest:
+			require.Len(t, runs, 1)
+			require.Equal(t, lastMissed, runs[0].RunAt, "latest: the last missed run")
+			require.True(t, runs[0].CaughtUp)
+		}
 	}
 }

@@ -470,6 +470,41 @@ func TestJitterIsDeterministicAndBounded(t *testing.T) {
 	require.Greater(t, len(distinct), 3)
 }
 
+// A skip or queue schedule is planned at each run's jittered fire time,
+// which with a jitter above MISFIRE_GRACE is more than the grace after
+// the run's own time: that is on time, not missed. Under catchup none (or
+// latest) a run jittered late must still fire, at its jittered time.
+func TestRunsJitteredPastTheMisfireGraceAreNotMissed(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []model.OverlapPolicy{model.OverlapSkip, model.OverlapQueue} {
+		for _, catchup := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest, model.CatchupFireImmediately} {
+			t.Run(string(policy)+"/"+string(catchup), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, nil, nil)
+				ctx := context.Background()
+				id := "j-" + string(policy) + string(catchup)
+				rec := b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "*/5 * * * *", JitterMs: 60000,
+					OverlapPolicy: policy, CatchupPolicy: catchup})
+				end := start.Add(58*time.Minute + 30*time.Second) // before 01:00 can fire (jitter ≤ 60 s)
+				for b.clock.Now().Before(end) {
+					b.clock.Advance(time.Second)
+					b.tickAll(t)
+					runs, err := b.store.ListRuns(ctx, id, 100)
+					require.NoError(t, err)
+					for _, r := range runs {
+						if r.Status == model.RunEnqueued { // the executor ends it at once
+							require.False(t, r.FireAt.After(b.clock.Now()), "%s planned before its fire time %s", r.RunAt, r.FireAt)
+							b.report(t, id, r.IdempotencyKey, model.RunSuccess)
+						}
+					}
+				}
+				want := expected(t, rec, start, end)
+				queuetest.RequireRuns(t, b.store, id, model.RunSuccess, want...)
+			})
+		}
+	}
+}
+
 // The history keeps RUN_HISTORY runs; a run still ENQUEUED (its task waits
 // in asynq) keeps its record however old, so its launcher can record it.
 // A STARTED one does not: an executor that never reports would keep it for

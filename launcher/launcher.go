@@ -161,9 +161,6 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	// A retry after an executor error is late by its backoff, not
 	// missed; asynq's retry count cannot tell (see RecordFailedAttempt).
 	firstAttempt := st.FailedAttempts == 0
-	if retried, _ := asynq.GetRetryCount(ctx); firstAttempt && retried == 0 {
-		l.metrics.startDelay.Observe(max(started.Sub(p.FireAt), 0).Seconds())
-	}
 
 	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
 	if p.Source == model.SourceSchedule {
@@ -201,6 +198,9 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
 			target.workflowID, target.version, target.workflowID, target.version))
 	}
+	if retried, _ := asynq.GetRetryCount(ctx); firstAttempt && retried == 0 {
+		l.metrics.startDelay.Observe(max(started.Sub(dueAt(p, st.EnqueuedAt)), 0).Seconds())
+	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
@@ -231,14 +231,30 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	if res.Status != model.RunSuccess && res.Status != model.RunFailed {
 		res.Status = model.RunStarted
 	}
-	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
-	if err != nil {
-		return err
+	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
+	return l.recordLaunch(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
+}
+
+// recordLaunch records the status of a run the executor accepted. The
+// write is retried with backoff for as long as the task may run: were the
+// handler to return its error on the task's last attempt, asynq would
+// archive the task and the sweep would mark FAILED a run the executor has.
+// (On an earlier attempt the retry would call the executor again, with the
+// same key: harmless, but a wasted call.)
+func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		_, err := l.report(ctx, p, u)
+		if err == nil {
+			return nil
+		}
+		l.logger.WarnContext(ctx, "the executor accepted the run but its status was not recorded; retrying",
+			"idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("record status %s of run %s: %w", u.Status, p.IdempotencyKey, err)
+		case <-time.After(wait):
+		}
 	}
-	if applied {
-		l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
-	}
-	return nil
 }
 
 // runTarget is what a run executes: a workflow version, for a user.
@@ -267,10 +283,10 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 }
 
 // missedAtLaunch returns why a run of schedule rec (compiled: sched) that
-// would start now, more than grace after it was due, should not start (""
-// if it should). It was due at its fire time, or when it was enqueued if
-// a scheduler enqueued it later (within MISFIRE_GRACE_MS, e.g. after a
-// shard takeover): that wait is the scheduler's, already judged.
+// would start now, more than grace after it was due (dueAt), should not
+// start ("" if it should). A scheduler that enqueued it late did so within
+// MISFIRE_GRACE_MS (e.g. after a shard takeover): that wait is the
+// scheduler's, already judged.
 //
 // Schedulers apply catch-up policies to runs they find late; a run they
 // enqueued on time can still wait in the queue while every launcher is
@@ -280,11 +296,7 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 // runs SKIPPED while this one was in flight, so this one is the latest);
 // "fire_immediately" and "spread" start it.
 func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.TaskPayload, enqueuedAt, now time.Time, grace time.Duration) string {
-	due := p.FireAt
-	if enqueuedAt.After(due) {
-		due = enqueuedAt
-	}
-	late := now.Sub(due)
+	late := now.Sub(dueAt(p, enqueuedAt))
 	if late <= grace {
 		return ""
 	}
@@ -302,6 +314,16 @@ func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.Ta
 		}
 	}
 	return ""
+}
+
+// dueAt is when a run was due to start: its fire time, or when it was
+// enqueued if that was later (a scheduler's catch-up, a manual run for a
+// past time): that wait is not the launchers'.
+func dueAt(p *queue.TaskPayload, enqueuedAt time.Time) time.Time {
+	if enqueuedAt.After(p.FireAt) {
+		return enqueuedAt
+	}
+	return p.FireAt
 }
 
 // recordFailedAttempt counts a failed executor call, even when the task's
@@ -362,13 +384,13 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		launched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_runs_launched_total",
-			Help: "Runs the executor accepted, by the status it reported."}, []string{"status"}),
+			Help: "Executor calls that accepted a run, by the status it answered (STARTED unless SUCCESS or FAILED)."}, []string{"status"}),
 		failedLaunch: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_failed_launch_total",
 			Help: "Runs marked FAILED by a launcher: executor errors after retries, missing workflows, tasks asynq archived before they launched."}),
 		skippedLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_runs_skipped_late_total",
 			Help: "Runs a launcher recorded SKIPPED instead of starting them more than LAUNCH_GRACE late (catchup_policy none or latest)."}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_run_start_delay_seconds",
-			Help:    "Time from a run's fire time to a launcher starting it.",
+			Help:    "Time from a run's fire time (or its enqueue, if later: a catch-up, a backfill) to a launcher calling the executor, on the run's first attempt.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 	}
 	if reg != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -715,4 +716,196 @@ func TestManualRunStartedAgainBehindAnArchivedTaskRuns(t *testing.T) {
 	ex.mu.Unlock()
 	b.manual(t, "key-arch", false)
 	b.waitStatus(t, "key-arch", model.RunSuccess)
+}
+
+// chronos_run_start_delay_seconds is "Time from a run's fire time to a
+// launcher starting it." A run the launcher SKIPPED (late after a
+// launcher outage, or its schedule paused) never started: it must not be
+// observed, or one outage puts runs that never ran into the p99.
+func TestStartDelayObservesOnlyStartedRuns(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	for _, id := range []string{"late", "paused"} {
+		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
+		require.NoError(t, rec.Validate())
+		_, err := b.store.UpsertSchedule(ctx, rec)
+		require.NoError(t, err)
+	}
+	b.clock.Advance(time.Hour)
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(ctx, sh))
+	}
+	at := b.clock.Now()
+	_, err := b.store.SetPaused(ctx, "paused", true)
+	require.NoError(t, err)
+	b.clock.Advance(30 * time.Minute) // every launcher was down for half an hour
+
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	b.waitStatus(t, model.IdempotencyKey("late", at), model.RunSkipped)
+	b.waitStatus(t, model.IdempotencyKey("paused", at), model.RunSkipped)
+	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.skippedLate))
+	ex.mu.Lock()
+	require.Empty(t, ex.reqs, "nothing was started")
+	ex.mu.Unlock()
+	require.Zero(t, histogramCount(t, l.metrics.startDelay), "start delay observed for runs that never started")
+}
+
+// endsBeforeAnswering is an executor whose workflow is quick: it reports
+// its own end to the run record (POST /runs/:key/status) before the
+// executor's 202 answer reaches the launcher.
+type endsBeforeAnswering struct{ store *queue.Store }
+
+func (e endsBeforeAnswering) Execute(ctx context.Context, r Request) (Result, error) {
+	if _, err := e.store.UpdateRunStatus(ctx, r.Meta.IdempotencyKey, queue.StatusUpdate{Status: model.RunSuccess}); err != nil {
+		return Result{}, err
+	}
+	return Result{RunID: "wf-run-1"}, nil // 202, started
+}
+
+// chronos_runs_launched_total is "Runs the executor accepted". A run the
+// executor accepted and whose workflow ended before the answer arrived
+// was accepted all the same.
+func TestLaunchedCountsRunsThatEndedBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &recordingExecutor{}, nil)
+	b.launcher.Stop()
+	l, err := New(b.store, &Config{Executor: endsBeforeAnswering{b.store}, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	b.manual(t, "quick", true)
+	require.NoError(t, l.Start(context.Background()))
+	t.Cleanup(l.Stop)
+	b.waitStatus(t, "quick", model.RunSuccess)
+	require.Eventually(t, func() bool {
+		info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "quick")
+		return err == nil && info.State == asynq.TaskStateCompleted
+	}, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1, testutil.CollectAndCount(l.metrics.launched), "the accepted run is not counted")
+}
+
+// An executor that deduplicates on the Idempotency-Key header the way the
+// IETF Idempotency-Key draft (and chronos's own "deduplicate on it")
+// describes answers 409 Conflict to a retry that arrives while the first
+// request with that key is still being processed. chronos retries exactly
+// then: after its own EXECUTOR_TIMEOUT gave up on the first call. The run
+// is in progress at the executor; recording it FAILED (final) is wrong,
+// and the workflow's own end report is then refused.
+func TestIdempotencyConflictFromTheExecutorDoesNotFailTheRun(t *testing.T) {
+	t.Parallel()
+	var (
+		mu         sync.Mutex
+		processing = map[string]bool{}
+		done       = map[string]bool{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		switch {
+		case done[key]:
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted) // replay of the stored answer
+			return
+		case processing[key]:
+			mu.Unlock()
+			http.Error(w, "a request with this Idempotency-Key is being processed", http.StatusConflict)
+			return
+		}
+		processing[key] = true
+		mu.Unlock()
+		time.Sleep(4 * time.Second) // slow to accept (longer than EXECUTOR_TIMEOUT)
+		mu.Lock()
+		done[key] = true
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t, NewHTTPExecutor(srv.URL, 300*time.Millisecond, 2), nil)
+	b.manual(t, "key-409", true)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, _, err := b.store.GetRun(context.Background(), "key-409")
+		require.NoError(t, err)
+		require.NotEqual(t, model.RunFailed, r.Status, "run FAILED while the executor runs it: %s", r.Error)
+		if r.Status == model.RunStarted {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "run never STARTED: %s", r.Status)
+	}
+}
+
+// A manual run backfilling a past time (POST /run-launcher/start with
+// scheduled_for a month ago) is due when it is asked for, as
+// missedAtLaunch already reckons: started within milliseconds, it must not
+// add a month to chronos_run_start_delay_seconds.
+func TestStartDelayOfABackfillIsFromItsRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &recordingExecutor{res: Result{Status: model.RunSuccess}}, nil)
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	_, _, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: b.clock.Now().Add(-30 * 24 * time.Hour), IdempotencyKey: "backfill"})
+	require.NoError(t, err)
+	b.waitStatus(t, "backfill", model.RunSuccess)
+	var m dto.Metric
+	require.NoError(t, b.launcher.metrics.startDelay.Write(&m))
+	require.Less(t, m.GetHistogram().GetSampleSum(), 60.0, "seconds of start delay for a run started at once")
+}
+
+// breaksTheRecordOnce accepts runs, but the first time it also turns the
+// run's record into a string for a moment, so the launcher's status
+// write after the call fails (as when Redis is briefly unreachable).
+type breaksTheRecordOnce struct {
+	rdb   *redis.Client
+	calls atomic.Int32
+}
+
+func (e *breaksTheRecordOnce) Execute(ctx context.Context, r Request) (Result, error) {
+	if e.calls.Add(1) > 1 {
+		return Result{RunID: "wf-run"}, nil
+	}
+	keys, err := e.rdb.Keys(ctx, "*run:"+r.Meta.IdempotencyKey).Result()
+	if err != nil || len(keys) != 1 {
+		return Result{}, fmt.Errorf("run record of %s: %v %v", r.Meta.IdempotencyKey, keys, err)
+	}
+	fields, err := e.rdb.HGetAll(ctx, keys[0]).Result()
+	if err != nil {
+		return Result{}, err
+	}
+	e.rdb.Del(ctx, keys[0])
+	e.rdb.Set(ctx, keys[0], "broken", 0)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		e.rdb.Del(context.Background(), keys[0])
+		e.rdb.HSet(context.Background(), keys[0], fields)
+	}()
+	return Result{RunID: "wf-run"}, nil
+}
+
+// The executor accepted a run on its only attempt (TASK_MAX_RETRY=0) and
+// the status write then failed for a moment: the write is retried, the
+// task not archived (and the run swept FAILED while the executor has it).
+func TestALostStatusWriteAfterTheExecutorAcceptedIsRetried(t *testing.T) {
+	t.Parallel()
+	rdb := queuetest.StartRedis(t).Client(t)
+	ex := &breaksTheRecordOnce{rdb: rdb}
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, err := queue.NewStore(context.Background(), rdb, clock, &queue.Config{TaskMaxRetry: queue.NoRetry})
+	require.NoError(t, err)
+	b := &testBundle{rdb: rdb, store: store, clock: clock}
+	b.manual(t, "lost-write", true)
+	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(context.Background()))
+	t.Cleanup(l.Stop)
+
+	run := b.waitStatus(t, "lost-write", model.RunStarted)
+	require.Equal(t, "wf-run", run.RunID)
+	require.Equal(t, int32(1), ex.calls.Load())
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.QueueNameDefault, "lost-write")
+	require.NoError(t, err)
+	require.NotEqual(t, asynq.TaskStateArchived, info.State)
 }

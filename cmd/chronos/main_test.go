@@ -182,3 +182,14 @@ func TestRedisURLs(t *testing.T) {
 		require.Equal(t, want, redactURL(in))
 	}
 }
+
+// EXECUTOR_URL set without EXECUTOR=http leaves the default demo executor
+// in place: every run is logged and recorded SUCCESS, none reaches the
+// URL. The contradiction must be a startup error naming the fix.
+func TestExecutorURLWithoutHTTPExecutorIsRejected(t *testing.T) {
+	t.Parallel()
+	err := execute(context.Background(), []string{"launcher", "--redis-url", "redis://127.0.0.1:1",
+		"--http-addr", "127.0.0.1:0", "--executor-url", "http://executor.internal/runs"},
+		&Env{Stdout: io.Discard, Stderr: io.Discard})
+	require.ErrorContains(t, err, "EXECUTOR=http")
+}

@@ -227,6 +227,11 @@ func (p processSpec) validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("EXECUTOR=http needs EXECUTOR_URL=http(s)://host/path, got %q", p.launch.ExecutorURL)
 		}
+	} else if p.launch != nil && p.launch.ExecutorURL != "" {
+		// Most likely EXECUTOR was forgotten: the demo executor would
+		// record every run SUCCESS without calling the URL.
+		return fmt.Errorf("EXECUTOR_URL is set (%q) but EXECUTOR=%s, which would not call it: set EXECUTOR=http, or unset EXECUTOR_URL",
+			p.launch.ExecutorURL, p.launch.Executor)
 	}
 	if !p.embedded && p.common.RedisURL == "" {
 		return errors.New("REDIS_URL is required (e.g. redis://127.0.0.1:6379/0); 'chronos dev' runs without one")

@@ -569,3 +569,90 @@ func TestScheduleIsNotCompletedBeforeItsLastRunFires(t *testing.T) {
 	require.Equal(t, api.StateCompleted, d.State)
 	require.Nil(t, d.NextRunAt)
 }
+
+// A manual run scheduled far ahead (more than ~292 years, where
+// time.Duration saturates) must still be started and readable.
+func TestManualRunCenturiesAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start",
+		manual("scheduled_for", "2400-01-01T00:00:00Z"))
+	require.True(t, res.Started)
+	got := ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+res.Run.IdempotencyKey, nil)
+	require.Equal(t, model.RunEnqueued, got.Status)
+}
+
+// start_at just before the end of year 9999 is accepted by parseTime, but
+// rounded up to the millisecond it would be past what RFC 3339 can
+// express, and every listing holding it would fail: a 400 naming it.
+func TestStartAtRoundedPastYear9999(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := schedule("edge")
+	body["start_at"] = "9999-12-31T23:59:59.9999Z"
+	rec := b.do(t, http.MethodPost, "/schedules/upsert", body)
+	require.Equal(t, http.StatusBadRequest, rec.Code, "body: %s", rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"start_at: `)
+	ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules", nil)
+}
+
+// An end_at in year 1 that truncates to the zero time (which Window reads
+// as "no end") would give a schedule firing for ever: a 400 naming it.
+func TestEndAtTruncatedToTheZeroTimeIsRejected(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := schedule("old")
+	body["end_at"] = "0001-01-01T00:00:00.0005Z"
+	rec := b.do(t, http.MethodPost, "/schedules/upsert", body)
+	require.Equal(t, http.StatusBadRequest, rec.Code, "body: %s", rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"end_at: `)
+}
+
+// end_at equal to start_at is allowed ("must not be before start_at"),
+// also when both carry sub-millisecond digits.
+func TestEqualSubMillisecondWindowIsAllowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := schedule("eq")
+	body["start_at"] = "2026-01-02T00:00:00.0005Z"
+	body["end_at"] = "2026-01-02T00:00:00.0005Z"
+	rec := b.do(t, http.MethodPost, "/schedules/upsert", body)
+	require.Equal(t, http.StatusOK, rec.Code, "body: %s", rec.Body.String())
+}
+
+// Schedules created during a walk "may or may not" be listed, but those
+// present for the whole walk must be listed exactly once. Here the shard's
+// due set grows past Redis's listpack limit between two pages.
+func TestListSchedulesWhileAShardGrows(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{queue: &queue.Config{Shards: 1}})
+	const n = 100 // listpack: ZSCAN returns the whole set at once
+	for i := range n {
+		upsert(t, b, schedule(fmt.Sprintf("s%03d", i)))
+	}
+	seen := map[string]int{}
+	page := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=10", nil)
+	for _, s := range page.Schedules {
+		seen[s.ID]++
+	}
+	for i := range 1000 { // the set becomes a hash table
+		upsert(t, b, schedule(fmt.Sprintf("new%03d", i)))
+	}
+	for page.NextCursor != "" {
+		page = ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=10&cursor="+url.QueryEscape(page.NextCursor), nil)
+		for _, s := range page.Schedules {
+			seen[s.ID]++
+		}
+	}
+	dups := 0
+	for i := range n {
+		if seen[fmt.Sprintf("s%03d", i)] != 1 {
+			dups++
+		}
+	}
+	t.Logf("%d of %d schedules present for the whole walk were not listed exactly once", dups, n)
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		require.Equal(t, 1, seen[id], "schedule %s, present for the whole walk, listed %d times", id, seen[id])
+	}
+}

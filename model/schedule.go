@@ -182,6 +182,24 @@ func (r *ScheduleRecord) Validate() error {
 	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
 		return &FieldError{"catchup_policy", err.Error()}
 	}
+	if r.StartAt != nil && r.EndAt != nil && r.EndAt.Before(*r.StartAt) {
+		return &FieldError{"end_at", "is before start_at"}
+	}
+	// Times are stored in milliseconds: a finer start_at or end_at is
+	// narrowed to the milliseconds inside it now, so the fire times
+	// computed before storing are those computed after (a window with no
+	// whole millisecond inside has no fire time).
+	if r.StartAt != nil && !r.StartAt.Truncate(time.Millisecond).Equal(*r.StartAt) {
+		t := r.StartAt.Truncate(time.Millisecond).Add(time.Millisecond)
+		if t.Year() > 9999 {
+			return &FieldError{"start_at", "is after 9999-12-31T23:59:59.999Z, the last time chronos can store"}
+		}
+		r.StartAt = &t
+	}
+	if r.EndAt != nil {
+		t := r.EndAt.Truncate(time.Millisecond)
+		r.EndAt = &t
+	}
 	// The zero time means "no bound" inside (Window): as a bound it
 	// would be read as none.
 	for _, f := range []struct {
@@ -189,22 +207,8 @@ func (r *ScheduleRecord) Validate() error {
 		at   *time.Time
 	}{{"start_at", r.StartAt}, {"end_at", r.EndAt}, {"fire_at", r.FireAt}} {
 		if f.at != nil && f.at.IsZero() {
-			return &FieldError{f.name, "0001-01-01T00:00:00Z is not a usable time"}
+			return &FieldError{f.name, "0001-01-01T00:00:00Z is not a usable time (times count to the millisecond)"}
 		}
-	}
-	// Times are stored in milliseconds: a finer start_at or end_at is
-	// narrowed to the milliseconds inside it now, so the fire times
-	// computed before storing are those computed after.
-	if r.StartAt != nil && !r.StartAt.Truncate(time.Millisecond).Equal(*r.StartAt) {
-		t := r.StartAt.Truncate(time.Millisecond).Add(time.Millisecond)
-		r.StartAt = &t
-	}
-	if r.EndAt != nil {
-		t := r.EndAt.Truncate(time.Millisecond)
-		r.EndAt = &t
-	}
-	if r.StartAt != nil && r.EndAt != nil && r.EndAt.Before(*r.StartAt) {
-		return &FieldError{"end_at", "is before start_at"}
 	}
 	if _, err := r.Compile(); err != nil {
 		return err

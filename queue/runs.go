@@ -218,7 +218,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	q := s.cfg.QueueName
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)},
-		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64((s.cfg.RunRetention+max(m.ScheduledFor.Sub(now), 0))/time.Second),
+		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64(s.cfg.RunRetention/time.Second)+max(m.ScheduledFor.Unix()-now.Unix(), 0), // Sub would saturate centuries ahead
 		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)

@@ -288,18 +288,23 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 // cursor>:<the last id returned from that ZSCAN batch, base64url>", each
 // batch being taken in id order, so a page boundary inside a batch does
 // not move when the scheduler changes scores (ZSCAN returns a small set
-// whole, in score order). As with Redis SCAN, a schedule present for the
-// whole walk is returned, one created or deleted meanwhile may or may not
-// be (unless so many are deleted that Redis shrinks a shard's table
-// between two pages).
+// whole, in score order). A page that ends inside a shard ZSCAN returned
+// whole has "w" for its zscan cursor: the next page reads the whole shard
+// again, since it may have grown into a hash table, whose ZSCAN batches
+// would no longer hold the ids in one piece. As with Redis SCAN, a
+// schedule present for the whole walk is returned once, one created or
+// deleted meanwhile may or may not be (unless so many are deleted that
+// Redis shrinks a shard's table between two pages).
 func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
-	sh, zc, after := 0, uint64(0), ""
+	sh, zc, after, whole := 0, uint64(0), "", false
 	if cursor != "" {
 		parts := strings.SplitN(cursor, ":", 3)
 		var err1, err2, err3 error
 		if len(parts) == 3 {
 			sh, err1 = strconv.Atoi(parts[0])
-			zc, err2 = strconv.ParseUint(parts[1], 10, 64)
+			if whole = parts[1] == "w"; !whole {
+				zc, err2 = strconv.ParseUint(parts[1], 10, 64)
+			}
 			var b []byte
 			b, err3 = base64.RawURLEncoding.Strict().DecodeString(parts[2])
 			after = string(b)
@@ -310,7 +315,14 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 	}
 	var ids []string
 	for sh < s.cfg.Shards && len(ids) < limit {
-		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
+		var keys []string
+		var next uint64
+		var err error
+		if whole {
+			keys, err = s.scanAll(ctx, sh)
+		} else {
+			keys, next, err = s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("list schedules: %w", err)
 		}
@@ -321,20 +333,26 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 			}
 		}
 		slices.Sort(members)
+		members = slices.Compact(members) // a rehashing table can return a member twice
 		take := min(len(members), limit-len(ids))
 		ids = append(ids, members[:take]...)
 		if take < len(members) {
 			after = members[take-1] // the rest of this batch starts the next page
+			whole = whole || (zc == 0 && next == 0)
 			break
 		}
-		after, zc = "", next
+		after, zc, whole = "", next, false
 		if next == 0 {
 			sh++
 		}
 	}
 	nextCursor := ""
 	if sh < s.cfg.Shards {
-		nextCursor = fmt.Sprintf("%d:%d:%s", sh, zc, base64.RawURLEncoding.EncodeToString([]byte(after)))
+		zcs := strconv.FormatUint(zc, 10)
+		if whole {
+			zcs = "w"
+		}
+		nextCursor = fmt.Sprintf("%d:%s:%s", sh, zcs, base64.RawURLEncoding.EncodeToString([]byte(after)))
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
@@ -358,6 +376,22 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		out = append(out, rec)
 	}
 	return out, nextCursor, nil
+}
+
+// scanAll returns what ZSCAN returns of a whole shard's due set, member
+// and score alternating.
+func (s *Store) scanAll(ctx context.Context, sh int) ([]string, error) {
+	var all []string
+	for zc := uint64(0); ; {
+		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, keys...)
+		if zc = next; zc == 0 {
+			return all, nil
+		}
+	}
 }
 
 // scoreString formats a due-set score for ZADD.

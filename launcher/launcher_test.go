@@ -284,6 +284,21 @@ func setupLaunchersDown(t *testing.T, ex Executor) (*testBundle, *scheduler.Sche
 	return b, sched
 }
 
+func (b *testBundle) upsert(t *testing.T, rec *model.ScheduleRecord) {
+	t.Helper()
+	require.NoError(t, rec.Validate())
+	_, err := b.store.UpsertSchedule(context.Background(), rec)
+	require.NoError(t, err)
+}
+
+// tick ticks every shard once.
+func (b *testBundle) tick(t *testing.T, sched *scheduler.Scheduler) {
+	t.Helper()
+	for sh := range b.store.Config().Shards {
+		require.NoError(t, sched.TickShard(context.Background(), sh))
+	}
+}
+
 // Runs are enqueued ahead of their time; one whose schedule was deleted,
 // paused or changed before it started is SKIPPED, not executed. One whose
 // schedule now names another workflow version runs that version.
@@ -296,16 +311,12 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	mk := func(id string) *model.ScheduleRecord {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
 			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		b.upsert(t, rec)
 		return rec
 	}
 	keep, del, pause, change, repoint := mk("keep"), mk("del"), mk("pause"), mk("change"), mk("repoint")
 	b.clock.Advance(time.Hour)
-	for sh := range b.store.Config().Shards {
-		require.NoError(t, sched.TickShard(ctx, sh))
-	}
+	b.tick(t, sched)
 	require.NoError(t, b.store.DeleteSchedule(ctx, del.ID))
 	_, err := b.store.SetPaused(ctx, pause.ID, true)
 	require.NoError(t, err)
@@ -370,16 +381,12 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 	for id, p := range policies {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
 			OverlapPolicy: p.overlap, CatchupPolicy: p.catchup}
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		b.upsert(t, rec)
 	}
 	// The schedulers stay up: every run from 00:10 to 00:50 is enqueued on time.
 	for b.clock.Now().Before(start.Add(52 * time.Minute)) {
 		b.clock.Advance(time.Minute)
-		for sh := range b.store.Config().Shards {
-			require.NoError(t, sched.TickShard(ctx, sh))
-		}
+		b.tick(t, sched)
 	}
 
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
@@ -407,9 +414,7 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 		}
 	}
 	b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(10*time.Minute)), K)
-	for sh := range b.store.Config().Shards {
-		require.NoError(t, sched.TickShard(ctx, sh))
-	}
+	b.tick(t, sched)
 	b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(50*time.Minute)), S)
 	for _, m := range []time.Duration{20, 30, 40} {
 		_, _, err := b.store.GetRun(ctx, model.IdempotencyKey("latest-queue", start.Add(m*time.Minute)))
@@ -431,14 +436,10 @@ func TestLaunchGraceCountsFromALateEnqueue(t *testing.T) {
 	ctx := context.Background()
 	rec := &model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
 		OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
-	require.NoError(t, rec.Validate())
-	_, err := b.store.UpsertSchedule(ctx, rec)
-	require.NoError(t, err)
+	b.upsert(t, rec)
 
 	b.clock.Advance(time.Hour + 8*time.Second) // the first tick since 00:00
-	for sh := range b.store.Config().Shards {
-		require.NoError(t, sched.TickShard(ctx, sh))
-	}
+	b.tick(t, sched)
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: 5 * time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
@@ -459,9 +460,7 @@ func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
 	for _, id := range []string{"executor-error", "read-error"} {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf-" + id, Version: "1",
 			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		b.upsert(t, rec)
 	}
 	require.NoError(t, b.store.PutWorkflow(ctx, "wf-executor-error", "1", []byte(`{}`)))
 	// Not a string: reading it fails until the test registers the workflow.
@@ -469,9 +468,7 @@ func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
 	require.NoError(t, b.rdb.HSet(ctx, badKey, "not", "a dag").Err())
 
 	b.clock.Advance(time.Hour)
-	for sh := range b.store.Config().Shards {
-		require.NoError(t, sched.TickShard(ctx, sh))
-	}
+	b.tick(t, sched)
 	at := b.clock.Now()
 	ex := &flakyExecutor{fail: 1, onFail: func() { b.clock.Advance(10 * time.Minute) }}
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
@@ -644,13 +641,9 @@ func TestALaunchedRunIsNeverOverwrittenByItsLauncher(t *testing.T) {
 		b, sched := setupLaunchersDown(t, &recordingExecutor{})
 		rec := &model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
 			OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		b.upsert(t, rec)
 		b.clock.Advance(time.Hour)
-		for sh := range b.store.Config().Shards {
-			require.NoError(t, sched.TickShard(ctx, sh))
-		}
+		b.tick(t, sched)
 		key := model.IdempotencyKey("s", b.clock.Now())
 		ex := &reportsThenErrs{store: b.store, status: model.RunStarted, onFail: func() {
 			_, err := b.store.SetPaused(context.Background(), "s", true)
@@ -730,14 +723,10 @@ func TestStartDelayObservesOnlyStartedRuns(t *testing.T) {
 	for _, id := range []string{"late", "paused"} {
 		rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
 			OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		b.upsert(t, rec)
 	}
 	b.clock.Advance(time.Hour)
-	for sh := range b.store.Config().Shards {
-		require.NoError(t, sched.TickShard(ctx, sh))
-	}
+	b.tick(t, sched)
 	at := b.clock.Now()
 	_, err := b.store.SetPaused(ctx, "paused", true)
 	require.NoError(t, err)

@@ -51,6 +51,9 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	cutoff := now.Add(-pl.cfg.MisfireGrace)
 	surely := cutoff.Add(-jitter)
 	isMissed := func(t time.Time) bool {
+		if jitter == 0 {
+			return t.Before(cutoff) // no key to hash
+		}
 		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter).Before(cutoff)
 	}
 

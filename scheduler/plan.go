@@ -46,10 +46,13 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	}
 	limit := pl.cfg.MaxCatchupPerTick
 	// A run is missed when its jittered fire time is more than the grace
-	// ago, so every run before surely is (jitter moves a fire time by at
-	// most jitter).
+	// ago, so every run before surely is: jitter moves a fire time by at
+	// most jitter, and never past end_at.
 	cutoff := now.Add(-pl.cfg.MisfireGrace)
 	surely := cutoff.Add(-jitter)
+	if rec.EndAt != nil && rec.EndAt.Before(cutoff) && rec.EndAt.After(surely) {
+		surely = rec.EndAt.Add(time.Nanosecond)
+	}
 	isMissed := func(t time.Time) bool {
 		if jitter == 0 {
 			return t.Before(cutoff) // no key to hash

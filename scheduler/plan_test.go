@@ -175,3 +175,30 @@ func TestCatchupOfAJitterLongerThanThePeriod(t *testing.T) {
 		}
 	}
 }
+
+// With end_at inside an outage every run up to it is missed (jitter never
+// moves a fire time past end_at): catch-up none and latest must not walk
+// them one by one.
+func TestCatchupIsCheapWhenEndAtIsInsideTheOutageWithJitter(t *testing.T) {
+	t.Parallel()
+	const jitter = 24 * time.Hour
+	now := start.Add(72 * time.Hour)
+	end := now.Add(-time.Minute)
+	rec := &model.ScheduleRecord{ID: "s", Kind: model.KindEvery, EverySeconds: 1, JitterMs: jitter.Milliseconds(),
+		OverlapPolicy: model.OverlapSkip, EndAt: &end}
+	s, err := rec.Compile()
+	require.NoError(t, err)
+	pl := planner{cfg: Config{MisfireGrace: 10 * time.Second, MaxCatchupPerTick: 100},
+		lead: func(*model.ScheduleRecord) time.Duration { return jitter }}
+	for _, cp := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest} {
+		rec.CatchupPolicy = cp
+		c := &countingSchedule{s: s}
+		p, _ := pl.plan(queue.DueSchedule{ID: "s", Next: s.Next(start)}, rec, c, now)
+		require.Less(t, c.n, 1000, "%s: Next calls", cp)
+		require.True(t, p.NewNext.IsZero(), "%s: nothing after end_at", cp)
+		if cp == model.CatchupLatest {
+			require.Len(t, p.Runs, 1)
+			require.Equal(t, end.Truncate(time.Second), p.Runs[0].RunAt)
+		}
+	}
+}

@@ -653,6 +653,48 @@ func TestReplannedRunThatEndedDoesNotHoldOrSkipTheNextInOnePlan(t *testing.T) {
 	}
 }
 
+// A plan cut at a re-planned run that ended is planned again a tick later;
+// the run behind it, found on time (within MISFIRE_GRACE) by the cut plan,
+// must not be judged missed by then and dropped under catchup none.
+func TestARunBehindACutPlanIsNotJudgedMissedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := context.Background()
+	const jitter = 90 * time.Second
+	r, nb := start.Add(2*time.Minute), start.Add(3*time.Minute)
+	var id string
+	var fr, fb time.Time
+	for i := 0; ; i++ { // R (00:02) fires 1-55 s early, B (00:03) 1-300 ms after R
+		id = fmt.Sprintf("cut%d", i)
+		fr = r.Add(model.JitterOffset(model.IdempotencyKey(id, r), jitter))
+		fb = nb.Add(model.JitterOffset(model.IdempotencyKey(id, nb), jitter))
+		if d := fb.Sub(fr); fr.Before(r.Add(-time.Second)) && fr.After(r.Add(-55*time.Second)) && d > 0 && d <= 300*time.Millisecond {
+			break
+		}
+	}
+	b.clock.Set(start.Add(time.Minute + time.Second))
+	b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "* * * * *", JitterMs: jitter.Milliseconds(),
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupNone})
+	b.clock.Set(fr)
+	b.tickAll(t)
+	keyR := model.IdempotencyKey(id, r)
+	queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
+	_, err := b.store.SetPaused(ctx, id, true)
+	require.NoError(t, err)
+	b.report(t, id, keyR, model.RunSkipped) // as the launcher does while paused
+	_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
+	require.NoError(t, err)
+
+	// The scheduler next ticks 9.5 s after B's fire time: B is on time.
+	b.clock.Set(fb.Add(9500 * time.Millisecond))
+	b.tickAll(t)
+	b.clock.Advance(time.Second)
+	b.tickAll(t)
+	rb, err := b.store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, nb))
+	require.NoError(t, err, "the 00:03 run, found 9.5 s after its fire time, is planned")
+	require.Equal(t, model.RunEnqueued, rb.Status, rb.Error)
+}
+
 // Two replicas that both believe they hold every shard (a lease that
 // expired while its holder was paused) tick concurrently: every planned run
 // still has one record and one task.

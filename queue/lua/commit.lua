@@ -48,8 +48,8 @@ for p = 1, tonumber(ARGV[6]) do
     -- and it has ended, nothing would release the schedule, and the
     -- plan's later decisions (runs SKIPPED or held behind it) were made
     -- for a run that is not in flight: the plan applies up to that run,
-    -- and the schedule is due again at the next time, to be planned with
-    -- nothing in flight.
+    -- and the schedule is due again at the next time (next tick), to be
+    -- planned with nothing in flight.
     local apply, cutNext = nRuns, nil
     if newInfl ~= '' then
       for r = 1, nRuns do
@@ -121,8 +121,10 @@ for p = 1, tonumber(ARGV[6]) do
       end
     end
     if cutNext then
-      redis.call('HSET', skey, 'next', cutNext)
-      redis.call('ZADD', KEYS[1], tonumber(now) + 1, id) -- planned again next tick
+      -- The run at cutNext was found due by this plan: planned again at
+      -- the next tick, it is released (rel), not judged missed anew.
+      redis.call('HSET', skey, 'next', cutNext, 'rel', '1')
+      redis.call('ZADD', KEYS[1], tonumber(now) + 1, id)
     else
       if newNext == '' then
         redis.call('HDEL', skey, 'next')

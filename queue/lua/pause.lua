@@ -21,7 +21,7 @@ if ARGV[2] == '1' then
 end
 if not st[1] then return 0 end
 if (st[3] or '') ~= ARGV[5] then return -2 end
-redis.call('HDEL', KEYS[1], 'paused')
+redis.call('HDEL', KEYS[1], 'paused', 'rel') -- next is a new time: not one released
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], 'next')
 else

@@ -681,7 +681,7 @@ func TestARunBehindACutPlanIsNotJudgedMissedAgain(t *testing.T) {
 	queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
 	_, err := b.store.SetPaused(ctx, id, true)
 	require.NoError(t, err)
-	b.report(t, id, keyR, model.RunSkipped) // as the launcher does while paused
+	b.report(t, id, keyR, model.RunSkipped)    // as the launcher does while paused
 	_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
 	require.NoError(t, err)
 

@@ -151,6 +151,14 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	if st.Status == "" {
+		// Records are written with their tasks, so the run ended and its
+		// record was trimmed from the history (e.g. FAILED by RUN_TIMEOUT
+		// while no launcher ran), or it expired: nothing to start it for.
+		l.logger.WarnContext(ctx, "run record gone (trimmed or expired); not starting the run",
+			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
+		return nil
+	}
 	if st.Status.Terminal() || st.Status == model.RunStarted {
 		// STARTED: the executor has it (it reported so itself, or this
 		// task is delivered again after a launcher reported it).

@@ -898,3 +898,84 @@ func TestALostStatusWriteAfterTheExecutorAcceptedIsRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, asynq.TaskStateArchived, info.State)
 }
+
+// A "skip" schedule's run that RUN_TIMEOUT marked FAILED while every
+// launcher was down, and whose record the history trim then deleted, must
+// not be executed when a launcher comes back: its task is still pending.
+func TestATimedOutRunTrimmedFromHistoryIsNotExecuted(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex) // defaults: RUN_HISTORY 100, RUN_TIMEOUT 1h
+	ctx := context.Background()
+	start := b.clock.Now()
+	rec := &model.ScheduleRecord{ID: "skip", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
+	b.upsert(t, rec)
+	for b.clock.Now().Before(start.Add(2*time.Hour + 5*time.Minute)) {
+		b.clock.Advance(time.Minute)
+		b.tick(t, sched)
+	}
+	first := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
+	_, _, err := b.store.GetRun(ctx, first)
+	require.ErrorIs(t, err, queue.ErrNotFound, "00:01 timed out (FAILED) and was trimmed")
+	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val(), "its task still waits")
+
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	latest := model.IdempotencyKey(rec.ID, start.Add(2*time.Hour+time.Minute))
+	b.waitStatus(t, latest, model.RunSuccess)
+	time.Sleep(time.Second)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, r := range ex.reqs {
+		require.NotEqual(t, first, r.Meta.IdempotencyKey, "the 00:01 run, marked FAILED by RUN_TIMEOUT an hour ago, was executed")
+	}
+}
+
+// A manual run given the idempotency key of a scheduled run not planned
+// yet (to start it early, deduplicated with the schedule) claims the key's
+// task; when the scheduler then plans the run, its record must not be left
+// ENQUEUED for ever with no task to carry it out.
+func TestManualRunWithAScheduledRunsKeyLeavesNoOrphanRecord(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	start := b.clock.Now()
+	id := "s"
+	for i := 0; queue.ShardOf(id, 16) == queue.ShardOf(model.IdempotencyKey(id, start.Add(time.Hour)), 16); i++ {
+		id = "s" + string(rune('a'+i))
+	}
+	rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
+	b.upsert(t, rec)
+	key := model.IdempotencyKey(id, start.Add(time.Hour))
+	_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: start.Add(time.Hour), IdempotencyKey: key})
+	require.NoError(t, err)
+	require.True(t, started)
+
+	b.clock.Advance(time.Hour)
+	b.tick(t, sched)
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	require.Eventually(t, func() bool {
+		ex.mu.Lock()
+		defer ex.mu.Unlock()
+		return len(ex.reqs) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	time.Sleep(time.Second)
+	run, err := b.store.GetScheduleRun(ctx, id, key)
+	require.NoError(t, err)
+	require.NotEqual(t, model.RunEnqueued, run.Status, "the schedule's run record waits for a task that is not its own")
+	// 02:00: the schedule (overlap skip) still sees 01:00 in flight.
+	b.clock.Advance(time.Hour)
+	b.tick(t, sched)
+	run, err = b.store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, start.Add(2*time.Hour)))
+	require.NoError(t, err)
+	require.NotEqual(t, model.RunSkipped, run.Status, run.Error)
+}

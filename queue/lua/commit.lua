@@ -24,10 +24,19 @@
 --   then per run: key, run_at ms, fire_at ms, status, error,
 --   asynq message ("" for a SKIPPED run), process_at unix s ("0" = now)
 -- Output: per plan, 0 when stale, else "+" and per run 1 (written), 0
--- (its record existed: planned before, nothing written) or - (not
--- applied: the plan was cut short, see below)
+-- (not written as planned: its record existed, planned before, or its
+-- key is taken, see below) or - (not applied: the plan was cut short)
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
+-- taken: a live asynq task has this run's key but the run has no record
+-- here: a manual run started with this key (POST /run-launcher/start).
+-- That task reports to the manual run's record, never to this one, so
+-- this run is recorded SKIPPED rather than left ENQUEUED for ever.
+local function taken(key)
+  local state = redis.call('HGET', tpfx .. key, 'state')
+  return state and state ~= 'archived' and state ~= 'completed'
+end
+local takenErr = 'skipped: its idempotency key is taken by another queued run (a manual run started with this key)'
 local trimScan = 20
 local i = 7
 local out = {}
@@ -45,7 +54,8 @@ for p = 1, tonumber(ARGV[6]) do
     local hkey = pfx .. 'runs:' .. id
     -- A run planned again (after a resume, or a delete and re-create)
     -- keeps its record. If the plan makes such a run the in-flight one
-    -- and it has ended, nothing would release the schedule, and the
+    -- and it has ended (or makes one whose key is taken, which will be
+    -- SKIPPED), nothing would release the schedule, and the
     -- plan's later decisions (runs SKIPPED or held behind it) were made
     -- for a run that is not in flight: the plan applies up to that run,
     -- and the schedule is due again at the next time (next tick), to be
@@ -55,7 +65,8 @@ for p = 1, tonumber(ARGV[6]) do
       for r = 1, nRuns do
         local j = i + (r - 1) * 7
         if ARGV[j] == newInfl then
-          if final[redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')] then
+          local st = redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')
+          if final[st] or (not st and taken(newInfl)) then
             newInfl = ''
             if r < nRuns then
               apply, cutNext = r, ARGV[j + 8] -- the next run's run_at
@@ -80,7 +91,12 @@ for p = 1, tonumber(ARGV[6]) do
         redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
         redis.call('PERSIST', rkey)
       elseif not exists then
-        made[#made + 1] = '1'
+        if st == 'ENQUEUED' and taken(key) then
+          st, err = 'SKIPPED', takenErr
+          made[#made + 1] = '0'
+        else
+          made[#made + 1] = '1'
+        end
         local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
         if err ~= '' then
           f[#f + 1] = 'err'

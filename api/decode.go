@@ -238,7 +238,7 @@ func boundedString(o object, name string, required bool) (string, error) {
 	case v == "" && required:
 		return "", fieldError(name, "is required")
 	case len(v) > model.MaxIDLen:
-		return "", fieldError(name, "longer than %d characters", model.MaxIDLen)
+		return "", fieldError(name, "longer than %d bytes", model.MaxIDLen)
 	}
 	return v, nil
 }

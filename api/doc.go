@@ -28,17 +28,17 @@
 //	GET    /healthz                            200 {"status":"ok"}
 //	GET    /readyz                             200 {"status":"ok"} | 503
 //	GET    /v1/preview                         200 {"fire_times":[...]} | 400
-//	POST   /schedules/upsert                   200 {"schedule_id","next_run_at","created","changed","state"} | 400 | 409
-//	POST   /schedules/pause                    200 schedule | 400 | 404
+//	POST   /schedules/upsert                   200 {"schedule_id","next_run_at","created","changed","state"} | 400
+//	POST   /schedules/pause                    200 schedule | 400 | 404 | 409
 //	GET    /schedules                          200 {"schedules":[...],"next_cursor"} | 400
 //	GET    /schedules/:id                      200 schedule + preview + recent_runs | 400 | 404
-//	DELETE /schedules/:id                      204 | 404
+//	DELETE /schedules/:id                      204 | 400 | 404
 //	GET    /schedules/:id/runs                 200 {"runs":[...]} | 400 | 404
-//	GET    /runs/:idempotency_key              200 run | 404
+//	GET    /runs/:idempotency_key              200 run | 400 | 404
 //	POST   /runs/:idempotency_key/status       200 run | 400 | 404 | 409
 //	POST   /run-launcher/start                 200 {"started","run"} | 400
 //	PUT    /workflows/:id/versions/:version    200 {"workflow_id","version"} | 400
-//	GET    /workflows/:id/versions/:version    200 the DAG as stored | 404
+//	GET    /workflows/:id/versions/:version    200 the DAG as stored | 400 | 404
 //	GET    /openapi.json                       200 the OpenAPI 3 document
 //
 // The OpenAPI document (openapi.json in this folder, embedded) describes

@@ -189,7 +189,7 @@ func TestRunStatus(t *testing.T) {
 			{map[string]any{"status": "success"}, `status: unknown status "success"`},
 			{map[string]any{"status": 1}, "status: must be a string"},
 			{map[string]any{"status": "STARTED", "run_id": 5}, "run_id: must be a string"},
-			{map[string]any{"status": "STARTED", "run_id": strings.Repeat("r", 201)}, "run_id: longer than 200 characters"},
+			{map[string]any{"status": "STARTED", "run_id": strings.Repeat("r", 201)}, "run_id: longer than 200 bytes"},
 			{map[string]any{"status": "STARTED", "error": []string{}}, "error: must be a string"},
 			{"nope", "body: must be a JSON object"},
 		} {
@@ -200,6 +200,6 @@ func TestRunStatus(t *testing.T) {
 
 		requireError(t, b.do(t, http.MethodPost, "/runs/nope/status", map[string]any{"status": "SUCCESS"}), http.StatusNotFound, api.CodeNotFound, "run nope: not found")
 		requireError(t, b.do(t, http.MethodGet, "/runs/nope", nil), http.StatusNotFound, api.CodeNotFound, "run nope: not found")
-		requireError(t, b.do(t, http.MethodGet, "/runs/"+strings.Repeat("k", 201), nil), http.StatusBadRequest, api.CodeInvalidArgument, "idempotency_key: longer than 200 characters")
+		requireError(t, b.do(t, http.MethodGet, "/runs/"+strings.Repeat("k", 201), nil), http.StatusBadRequest, api.CodeInvalidArgument, "idempotency_key: longer than 200 bytes")
 	})
 }

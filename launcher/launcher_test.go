@@ -940,42 +940,49 @@ func TestATimedOutRunTrimmedFromHistoryIsNotExecuted(t *testing.T) {
 // ENQUEUED for ever with no task to carry it out.
 func TestManualRunWithAScheduledRunsKeyLeavesNoOrphanRecord(t *testing.T) {
 	t.Parallel()
-	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
-	b, sched := setupLaunchersDown(t, ex)
-	ctx := context.Background()
-	start := b.clock.Now()
-	id := "s"
-	for i := 0; queue.ShardOf(id, 16) == queue.ShardOf(model.IdempotencyKey(id, start.Add(time.Hour)), 16); i++ {
-		id = "s" + string(rune('a'+i))
-	}
-	rec := &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
-		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
-	b.upsert(t, rec)
-	key := model.IdempotencyKey(id, start.Add(time.Hour))
-	_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
-		ScheduledFor: start.Add(time.Hour), IdempotencyKey: key})
-	require.NoError(t, err)
-	require.True(t, started)
+	for _, sameShard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("same shard %v", sameShard), func(t *testing.T) {
+			t.Parallel()
+			ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+			b, sched := setupLaunchersDown(t, ex)
+			ctx := context.Background()
+			start := b.clock.Now()
+			var id, key string
+			for i := 0; ; i++ { // the schedule's shard and the run key's: the same or not
+				id, key = fmt.Sprintf("s%d", i), model.IdempotencyKey(fmt.Sprintf("s%d", i), start.Add(time.Hour))
+				if (queue.ShardOf(id, 16) == queue.ShardOf(key, 16)) == sameShard {
+					break
+				}
+			}
+			b.upsert(t, &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+				OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately})
+			_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+				ScheduledFor: start.Add(time.Hour), IdempotencyKey: key})
+			require.NoError(t, err)
+			require.True(t, started)
 
-	b.clock.Advance(time.Hour)
-	b.tick(t, sched)
-	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
-	require.NoError(t, err)
-	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
-	require.Eventually(t, func() bool {
-		ex.mu.Lock()
-		defer ex.mu.Unlock()
-		return len(ex.reqs) == 1
-	}, 10*time.Second, 20*time.Millisecond)
-	time.Sleep(time.Second)
-	run, err := b.store.GetScheduleRun(ctx, id, key)
-	require.NoError(t, err)
-	require.NotEqual(t, model.RunEnqueued, run.Status, "the schedule's run record waits for a task that is not its own")
-	// 02:00: the schedule (overlap skip) still sees 01:00 in flight.
-	b.clock.Advance(time.Hour)
-	b.tick(t, sched)
-	run, err = b.store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, start.Add(2*time.Hour)))
-	require.NoError(t, err)
-	require.NotEqual(t, model.RunSkipped, run.Status, run.Error)
+			b.clock.Advance(time.Hour)
+			b.tick(t, sched)
+			l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
+			require.NoError(t, err)
+			require.NoError(t, l.Start(ctx))
+			t.Cleanup(l.Stop)
+			manual := b.waitStatus(t, key, model.RunSuccess) // GET /runs/:key: the manual run, which ran
+			require.Equal(t, model.SourceManual, manual.Source)
+			run, err := b.store.GetScheduleRun(ctx, id, key)
+			require.NoError(t, err)
+			require.NotEqual(t, model.RunEnqueued, run.Status, "the schedule's run record waits for a task that is not its own")
+			// 02:00: the schedule (overlap skip) must not see 01:00 in flight.
+			b.clock.Advance(time.Hour)
+			b.tick(t, sched)
+			run, err = b.store.GetScheduleRun(ctx, id, model.IdempotencyKey(id, start.Add(2*time.Hour)))
+			require.NoError(t, err)
+			require.NotEqual(t, model.RunSkipped, run.Status, run.Error)
+			require.Eventually(t, func() bool {
+				ex.mu.Lock()
+				defer ex.mu.Unlock()
+				return len(ex.reqs) == 2 // the manual run, then 02:00
+			}, 10*time.Second, 20*time.Millisecond)
+		})
+	}
 }

@@ -289,7 +289,7 @@ func TestParseCronErrors(t *testing.T) {
 		{"0 0 31 4,6,9,11 *", "", "", `cron "0 0 31 4,6,9,11 *" yields no future time`},
 		{"0 0 0 30 feb ?", "", "", `cron "0 0 0 30 feb ?" yields no future time`},
 		{"0 0 30 2 *", "", DialectPosix, `cron "0 0 30 2 *" yields no future time`},
-		{"0 0 1 1 *" + strings.Repeat(" ", MaxCronLen), "", "", "cron expression longer than 1024 characters"},
+		{"0 0 1 1 *" + strings.Repeat(" ", MaxCronLen), "", "", "cron expression longer than 1024 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

@@ -46,7 +46,7 @@ const MaxCronLen = 1024
 // expression always has fire times.
 func ParseCron(expr, tz string, dialect Dialect, anchor time.Time) (Schedule, error) {
 	if len(expr) > MaxCronLen {
-		return nil, fmt.Errorf("cron expression longer than %d characters", MaxCronLen)
+		return nil, fmt.Errorf("cron expression longer than %d bytes", MaxCronLen)
 	}
 	if dialect != "" && dialect != DialectStandard && dialect != DialectPosix {
 		return nil, fmt.Errorf("unknown dialect %q (want standard or posix)", dialect)

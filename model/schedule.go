@@ -171,7 +171,7 @@ func (r *ScheduleRecord) Validate() error {
 		return err
 	}
 	if len(r.UserID) > MaxIDLen {
-		return &FieldError{"user_id", fmt.Sprintf("longer than %d characters", MaxIDLen)}
+		return &FieldError{"user_id", fmt.Sprintf("longer than %d bytes", MaxIDLen)}
 	}
 	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
 		return &FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)}
@@ -236,7 +236,7 @@ func ValidateID(field, v string) error {
 	case v == "":
 		return &FieldError{field, "is required"}
 	case len(v) > MaxIDLen:
-		return &FieldError{field, fmt.Sprintf("longer than %d characters", MaxIDLen)}
+		return &FieldError{field, fmt.Sprintf("longer than %d bytes", MaxIDLen)}
 	case !utf8.ValidString(v):
 		return &FieldError{field, "must be valid UTF-8"}
 	case strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):

@@ -81,20 +81,23 @@ func (s *Store) ListRuns(ctx context.Context, scheduleID string, limit int) ([]*
 
 // GetRun loads a run by its idempotency key alone. Scheduled runs live in
 // their schedule's shard and manual runs in their key's, so it asks every
-// shard in one pipeline.
+// shard in one pipeline, the key's first: a manual run started with a key
+// a schedule's run would have owns the key's task, and that scheduled run
+// is only a SKIPPED mark in its schedule's history (see commit.lua).
 func (s *Store) GetRun(ctx context.Context, key string) (*model.Run, int, error) {
 	cmds := make([]*redis.SliceCmd, s.cfg.Shards)
+	first := s.shard(key)
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for sh := range s.cfg.Shards {
-			cmds[sh] = p.HMGet(ctx, runKey(sh, key), runFields...)
+		for i := range s.cfg.Shards {
+			cmds[i] = p.HMGet(ctx, runKey((first+i)%s.cfg.Shards, key), runFields...)
 		}
 		return nil
 	}); err != nil {
 		return nil, 0, fmt.Errorf("load run %s: %w", key, err)
 	}
-	for sh, c := range cmds {
+	for i, c := range cmds {
 		if r, err := runFromFields(key, c.Val()); err == nil {
-			return r, sh, nil
+			return r, (first + i) % s.cfg.Shards, nil
 		}
 	}
 	return nil, 0, fmt.Errorf("run %s: %w", key, ErrNotFound)

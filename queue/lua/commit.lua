@@ -31,7 +31,10 @@ local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 -- taken: a live asynq task has this run's key but the run has no record
 -- here: a manual run started with this key (POST /run-launcher/start).
 -- That task reports to the manual run's record, never to this one, so
--- this run is recorded SKIPPED rather than left ENQUEUED for ever.
+-- this run is recorded SKIPPED rather than left ENQUEUED for ever. (When
+-- the manual run's record is in this shard it is found as existing, with
+-- another sid: nothing is written, and it is never this schedule's
+-- in-flight run.)
 local function taken(key)
   local state = redis.call('HGET', tpfx .. key, 'state')
   return state and state ~= 'archived' and state ~= 'completed'
@@ -54,8 +57,8 @@ for p = 1, tonumber(ARGV[6]) do
     local hkey = pfx .. 'runs:' .. id
     -- A run planned again (after a resume, or a delete and re-create)
     -- keeps its record. If the plan makes such a run the in-flight one
-    -- and it has ended (or makes one whose key is taken, which will be
-    -- SKIPPED), nothing would release the schedule, and the
+    -- and it has ended (or makes one whose key is taken, see taken),
+    -- nothing would release the schedule, and the
     -- plan's later decisions (runs SKIPPED or held behind it) were made
     -- for a run that is not in flight: the plan applies up to that run,
     -- and the schedule is due again at the next time (next tick), to be
@@ -65,8 +68,9 @@ for p = 1, tonumber(ARGV[6]) do
       for r = 1, nRuns do
         local j = i + (r - 1) * 7
         if ARGV[j] == newInfl then
-          local st = redis.call('HGET', pfx .. 'run:' .. newInfl, 'st')
-          if final[st] or (not st and taken(newInfl)) then
+          local rec = redis.call('HMGET', pfx .. 'run:' .. newInfl, 'st', 'sid')
+          local st, sid = rec[1], rec[2]
+          if final[st] or (st and sid ~= id) or (not st and taken(newInfl)) then
             newInfl = ''
             if r < nRuns then
               apply, cutNext = r, ARGV[j + 8] -- the next run's run_at

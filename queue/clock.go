@@ -50,9 +50,10 @@ func (c *SimClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// RedisClock is the local clock corrected by the Redis server's TIME, so all
-// replicas agree on "now" within a round trip regardless of their hosts'
-// clock skew. Call Sync periodically (RunSync does).
+// RedisClock is Redis's TIME carried forward by the local monotonic clock,
+// so all replicas agree on "now" within a round trip regardless of their
+// hosts' clock skew, and a step of a host's wall clock does not move it.
+// Call Sync periodically (RunSync does).
 //
 // It is never ahead of Redis: Redis read its TIME at some instant of the
 // round trip, so the offset is measured against the round trip's end (a
@@ -62,16 +63,26 @@ func (c *SimClock) Advance(d time.Duration) {
 // planned or started before its time.
 type RedisClock struct {
 	rdb    redis.UniversalClient
-	offset atomic.Int64 // nanoseconds to add to the local clock
-	last   atomic.Int64 // the latest Now returned, unix ns
+	anchor atomic.Pointer[clockAnchor] // nil until the first Sync
+	last   atomic.Int64                // the latest Now returned, unix ns
 }
 
-// NewRedisClock returns a clock synced to rdb; it starts with no correction.
+// clockAnchor pairs a Redis TIME with the local instant it stood for
+// (which carries Go's monotonic clock reading).
+type clockAnchor struct{ local, redis time.Time }
+
+// NewRedisClock returns a clock synced to rdb; until its first Sync it
+// reads the local clock.
 func NewRedisClock(rdb redis.UniversalClient) *RedisClock { return &RedisClock{rdb: rdb} }
 
 // Now returns the corrected time, never earlier than a time it returned.
 func (c *RedisClock) Now() time.Time {
-	now := time.Now().Add(time.Duration(c.offset.Load())).UnixNano()
+	var now int64
+	if a := c.anchor.Load(); a != nil {
+		now = a.redis.Add(time.Since(a.local)).UnixNano() // time.Since is monotonic
+	} else {
+		now = time.Now().UnixNano()
+	}
 	for {
 		last := c.last.Load()
 		if now <= last {
@@ -89,7 +100,8 @@ const syncSamples = 3
 
 // Sync measures the offset to Redis TIME.
 func (c *RedisClock) Sync(ctx context.Context) error {
-	best, bestRTT := time.Duration(0), time.Duration(-1)
+	var best *clockAnchor
+	bestRTT := time.Duration(-1)
 	for range syncSamples {
 		before := time.Now()
 		t, err := c.rdb.Time(ctx).Result()
@@ -98,10 +110,10 @@ func (c *RedisClock) Sync(ctx context.Context) error {
 		}
 		after := time.Now()
 		if rtt := after.Sub(before); bestRTT < 0 || rtt < bestRTT {
-			best, bestRTT = t.Sub(after), rtt
+			best, bestRTT = &clockAnchor{local: after, redis: t}, rtt
 		}
 	}
-	c.offset.Store(int64(best))
+	c.anchor.Store(best)
 	return nil
 }
 

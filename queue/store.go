@@ -24,8 +24,8 @@ type Store struct {
 	rdb            redis.UniversalClient
 	clock          Clock
 	cfg            Config
-	queuePublished atomic.Bool
-	batch          *batcher // upserts of concurrent API requests
+	queuePublished atomic.Pointer[time.Time] // when publishQueue last listed the queue
+	batch          *batcher                  // upserts of concurrent API requests
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so

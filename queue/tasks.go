@@ -58,16 +58,18 @@ func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt 
 	return m.encode(), processAt, nil
 }
 
-// publishQueue lists the run queue in asynq's set of queues, once per
-// store: asynq's server, Inspector and asynqmon find queues there. It is a
+// publishQueue lists the run queue in asynq's set of queues, where asynq's
+// server, Inspector and asynqmon find queues: at most once a second, not
+// once per store, so a Redis restarted empty lists it again. It is a
 // separate command because that set is not in the queue's hash slot.
 func (s *Store) publishQueue(ctx context.Context) error {
-	if s.queuePublished.Load() {
+	if at := s.queuePublished.Load(); at != nil && time.Since(*at) < time.Second {
 		return nil
 	}
 	if err := s.rdb.SAdd(ctx, asynqAllQueues, s.cfg.QueueName).Err(); err != nil {
 		return fmt.Errorf("register asynq queue %s: %w", s.cfg.QueueName, err)
 	}
-	s.queuePublished.Store(true)
+	now := time.Now()
+	s.queuePublished.Store(&now)
 	return nil
 }

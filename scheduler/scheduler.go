@@ -263,6 +263,7 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 	defer close(l.done)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var boundary time.Time // the tick boundary last waited for
 	for {
 		select {
 		case <-ctx.Done():
@@ -278,7 +279,9 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}
 		s.metrics.tick.Observe(time.Since(began).Seconds())
-		t.Reset(s.untilNextTick())
+		var wait time.Duration
+		wait, boundary = s.untilNextTick(boundary)
+		t.Reset(wait)
 	}
 }
 
@@ -286,14 +289,21 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 // due on the boundary is due by then even with a little clock jitter.
 const tickPhase = 2 * time.Millisecond
 
-// untilNextTick is the time to the next multiple of the tick interval on
-// the shared clock (plus tickPhase). Fire times fall on whole seconds, so
+// untilNextTick returns the time to the next multiple of the tick
+// interval on the shared clock (plus tickPhase) after the boundary last
+// waited for, and that boundary. Fire times fall on whole seconds, so
 // with the default 1 s tick a run is picked up milliseconds after it is
-// due instead of anywhere up to a tick later.
-func (s *Scheduler) untilNextTick() time.Duration {
+// due instead of anywhere up to a tick later. A shared clock held still
+// (queue.RedisClock never runs backwards) would otherwise give the same
+// short wait again and again: a loop spinning against Redis.
+func (s *Scheduler) untilNextTick(last time.Time) (time.Duration, time.Time) {
 	tick := s.cfg.TickInterval
-	into := time.Duration(s.clock.Now().UnixNano() % int64(tick))
-	return tick - into + tickPhase
+	now := s.clock.Now()
+	next := now.Add(tick - time.Duration(now.UnixNano()%int64(tick)))
+	if !next.After(last) {
+		next = last.Add(tick)
+	}
+	return next.Sub(now) + tickPhase, next
 }
 
 var errLeaseLost = errors.New("shard lease is about to expire; not acting on it")

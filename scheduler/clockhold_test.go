@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// RedisClock holds still after a correction that would move it back (a
+// Redis failover to a host whose clock is behind, or this host's clock
+// stepped back). Shard loops must keep ticking once per TICK_MS meanwhile,
+// not spin against Redis because the time to the next tick boundary, read
+// on a clock that does not move, never shrinks.
+func TestShardLoopsDoNotSpinWhileTheClockHoldsStill(t *testing.T) {
+	t.Parallel()
+	// The clock's Redis TIME comes from miniredis, whose time the test sets.
+	mr := miniredis.RunT(t)
+	tr := queuetest.StartRedis(t)
+	trc := tr.Client(t)
+	mrc := (&queuetest.Redis{Addr: mr.Addr()}).Client(t)
+	clock := queue.NewRedisClock(mrc)
+	mr.SetTime(time.Now()) // miniredis's TIME stands still at what is set
+	require.NoError(t, clock.Sync(context.Background()))
+	// The last time read is 990 ms into a second...
+	for clock.Now().UnixMilli()%1000 < 985 {
+		time.Sleep(time.Millisecond)
+	}
+	// ...when Redis TIME steps back 5 s: the clock holds still for 5 s.
+	mr.SetTime(time.Now().Add(-5 * time.Second))
+	require.NoError(t, clock.Sync(context.Background()))
+
+	store, err := queue.NewStore(context.Background(), trc, clock, &queue.Config{Shards: 4})
+	require.NoError(t, err)
+	before := trc.InfoMap(context.Background(), "stats").Item("Stats", "total_commands_processed")
+	s, err := New(store, &Config{TickInterval: time.Second}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Start(context.Background()))
+	time.Sleep(2 * time.Second)
+	require.NoError(t, s.Stop(context.Background()))
+	after := trc.InfoMap(context.Background(), "stats").Item("Stats", "total_commands_processed")
+	b, _ := strconv.Atoi(before)
+	a, _ := strconv.Atoi(after)
+	// 4 shards ticking once a second for 2 s, a few Redis commands a tick,
+	// plus lease and heartbeat work: well under 200.
+	require.Less(t, a-b, 200, "Redis commands in 2 s with 4 shards and TICK_MS=1000 while the clock holds still")
+}

@@ -1,0 +1,95 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// ownRedis is a redis-server the test can kill and start again on the
+// same port (persistence off: a restart loses the data).
+type ownRedis struct {
+	t    *testing.T
+	port int
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startOwnRedis(t *testing.T) *ownRedis {
+	r := &ownRedis{t: t, port: queuetest.FreePort(t), dir: t.TempDir()}
+	r.addr = fmt.Sprintf("127.0.0.1:%d", r.port)
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *ownRedis) start() {
+	r.cmd = exec.Command("redis-server", append(queuetest.RedisArgs(r.port, r.dir), "--enable-debug-command", "yes")...)
+	f, err := os.Create(filepath.Join(r.dir, "log"))
+	require.NoError(r.t, err)
+	r.cmd.Stdout, r.cmd.Stderr = f, f
+	require.NoError(r.t, r.cmd.Start())
+	require.NoError(r.t, queuetest.WaitRedis(context.Background(), r.addr, 10*time.Second, nil))
+}
+
+func (r *ownRedis) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Signal(syscall.SIGCONT)
+		_ = r.cmd.Process.Kill()
+		_, _ = r.cmd.Process.Wait()
+		r.cmd = nil
+	}
+}
+
+// A Redis restart that loses its data (no persistence) must not need a
+// chronos restart: schedules registered again fire, and their run queue is
+// listed in asynq's set of queues again, where asynqmon, asynq's Inspector
+// and the chronos_queue_depth collector look for it.
+func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
+	t.Parallel()
+	r := startOwnRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	clock := queue.NewRedisClock(rdb)
+	require.NoError(t, clock.Sync(context.Background()))
+	store, err := queue.NewStore(context.Background(), rdb, clock, &queue.Config{Shards: 4})
+	require.NoError(t, err)
+	s, err := New(store, &Config{LeaseTTL: time.Second, TickInterval: 100 * time.Millisecond}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Start(context.Background()))
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	rec := model.ScheduleRecord{ID: "every-second", CronExpr: "* * * * * *", Target: model.TargetWorkflow,
+		WorkflowID: "wf", Version: "1", UserID: "u",
+		OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
+	require.NoError(t, rec.Validate())
+	upsert := func() bool { r := rec; _, err := store.UpsertSchedule(context.Background(), &r); return err == nil }
+	require.True(t, upsert())
+	require.Eventually(t, func() bool { return queuetest.CountTasks(t, rdb, "chronos") > 0 }, 5*time.Second, 20*time.Millisecond)
+	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("chronos")
+	require.NoError(t, err)
+
+	r.kill()
+	time.Sleep(2 * time.Second)
+	r.start() // empty: the data is gone
+	// The registrar registers its schedules again (go-redis may take a
+	// second to dial again).
+	require.Eventually(t, upsert, 10*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return queuetest.CountTasks(t, rdb, "chronos") > 0 }, 10*time.Second, 20*time.Millisecond,
+		"the schedule registered again never fired")
+	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("chronos")
+	require.NoError(t, err, "run queue not listed in asynq:queues after the restart")
+}

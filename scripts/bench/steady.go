@@ -34,6 +34,8 @@ type steadyResult struct {
 	matched      int       // measured runs whose task was seen being enqueued
 	ahead        int       // ... enqueued before their planned time
 	late         durStats  // max(0, enqueue - planned) over measured runs
+	runnable     durStats  // pending in asynq - planned: the figure comparable to the peer's drift
+	unforwarded  int       // ahead runs still not forwarded when their boundary's watch gave up
 	started      int       // measured runs that reached the executor
 	start        durStats  // executor arrival - planned
 	cpuPerMin    float64   // scheduler CPU seconds per minute
@@ -118,6 +120,12 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	lead := min(res.period/12, 5*time.Second)
 	res.first = time.Now().Add(lead).Truncate(res.period).Add(res.period)
 	res.expected = res.n * res.periods
+	// The measured runs: planned at each boundary of the window.
+	var boundaries []time.Time
+	for k := range res.periods {
+		boundaries = append(boundaries, res.first.Add(time.Duration(k)*res.period))
+	}
+	fwd := watchForwarding(ctx, e.rdb, asynqKey(runQueue, "scheduled"), boundaries, min(res.period/2, 30*time.Second))
 	e.logf("steady: %d schedules on %q, measuring %d periods from %s", res.n, spec, res.periods, res.first.Format("15:04:05"))
 	// CPU window: exactly `periods` periods, covering the work done at each
 	// measured boundary (which enqueues the next period's runs ahead).
@@ -137,11 +145,6 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	res.launcherCPU = (cpuOf(launchers) - l0).Seconds() / minutes
 	res.rssKB, res.hwmKB = s1.rssKB, s1.hwmKB
 
-	// The measured runs: planned at each boundary of the window.
-	var boundaries []time.Time
-	for k := range res.periods {
-		boundaries = append(boundaries, res.first.Add(time.Duration(k)*res.period))
-	}
 	// Let the launchers finish the last boundary's runs (bounded).
 	deadline := time.Now().Add(30 * time.Second)
 	for ex.countAt(boundaries) < res.expected && time.Now().Before(deadline) {
@@ -151,6 +154,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	}
 	stopAll(procs)
 	stopWatch()
+	<-fwd.done
 
 	var schedOK, runsTotal atomic.Int64
 	keys := make([][]string, res.n)
@@ -187,7 +191,10 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	}
 	res.tasks = c.total()
 
+	// A run enqueued ahead became runnable when asynq forwarded it
+	// (fwd.lat); one enqueued late, when it was enqueued (pending at once).
 	var late, start []time.Duration
+	runnable := fwd.lat
 	for i := range keys {
 		for k, key := range keys[i] {
 			planned := boundaries[k]
@@ -195,6 +202,8 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 				res.matched++
 				if t.Before(planned) {
 					res.ahead++
+				} else {
+					runnable = append(runnable, t.Sub(planned))
 				}
 				late = append(late, max(t.Sub(planned), 0))
 			}
@@ -204,7 +213,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 			}
 		}
 	}
-	res.late, res.start = percentiles(late), percentiles(start)
+	res.late, res.start, res.runnable, res.unforwarded = percentiles(late), percentiles(start), percentiles(runnable), fwd.unfinished
 	res.calls, res.conns = ex.calls.Load(), ex.conns.Load()
 	return res, nil
 }
@@ -243,6 +252,56 @@ func (t *timeMap) get(k string) (time.Time, bool) {
 	defer t.mu.Unlock()
 	v, ok := t.m[k]
 	return v, ok
+}
+
+// forwardWatch measures when the runs enqueued ahead of each boundary
+// became runnable: asynq's forwarder moves a task from the scheduled set
+// to the pending list once its second has come (its score is that unix
+// second). It polls how many tasks due by the boundary are still
+// scheduled; each drop of that count is as many runs made runnable by the
+// poll (an upper bound, to the poll's 5 ms).
+type forwardWatch struct {
+	done       chan struct{}
+	lat        []time.Duration // per forwarded run: poll time - boundary
+	unfinished int             // still scheduled when a boundary's watch gave up
+}
+
+func watchForwarding(ctx context.Context, rdb *redis.Client, scheduledKey string, boundaries []time.Time, giveUp time.Duration) *forwardWatch {
+	w := &forwardWatch{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for _, b := range boundaries {
+			if sleepUntil(ctx, b.Add(-20*time.Millisecond)) != nil {
+				return
+			}
+			upTo := strconv.FormatInt(b.Unix(), 10)
+			prev := int64(-1)
+			for {
+				n, err := rdb.ZCount(ctx, scheduledKey, "-inf", upTo).Result()
+				if err != nil {
+					return
+				}
+				d := max(time.Since(b), 0)
+				if prev < 0 {
+					prev = n // before the boundary: none forwarded yet
+				}
+				for ; prev > n; prev-- {
+					w.lat = append(w.lat, d)
+				}
+				if n == 0 {
+					break
+				}
+				if d > giveUp {
+					w.unfinished += int(n)
+					break
+				}
+				if sleepCtx(ctx, 5*time.Millisecond) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return w
 }
 
 // watchTaskHashes records when each task hash of queue q is first written,

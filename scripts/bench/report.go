@@ -115,7 +115,7 @@ func (b *bench) rows() []row {
 		add(row{scenario: name, figure: "scheduler lateness p50 / p99 / max: enqueue − planned, 0 when ahead",
 			value: secs(s.late.p50) + " / " + secs(s.late.p99) + " / " + secs(s.late.max)})
 		add(row{scenario: name, figure: "drift p50 / p99 / max: runnable in asynq (pending list) − planned",
-			value: secs(s.runnable.p50) + " / " + secs(s.runnable.p99) + " / " + secs(s.runnable.max),
+			value:  secs(s.runnable.p50) + " / " + secs(s.runnable.p99) + " / " + secs(s.runnable.max),
 			vs:     fmt.Sprintf("first at %s; %d of %d runs measured; %s", secs(s.runnable.min), s.runnable.n, s.expected, vs),
 			target: "p99 ≤ 0.5 s, ≤ peer",
 			ok: check(s.runnable.n == s.expected && s.unforwarded == 0 && s.runnable.p99 <= 500*time.Millisecond &&

@@ -37,4 +37,5 @@ var (
 	manualRunScript      = loadScript("manual_run", "enqueue_task")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")
+	forwardScript        = loadScript("forward")
 )

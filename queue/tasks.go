@@ -73,3 +73,30 @@ func (s *Store) publishQueue(ctx context.Context) error {
 	s.queuePublished.Store(&now)
 	return nil
 }
+
+// forwardBatch is how many due tasks one forward call moves: a few
+// milliseconds of Redis's time, so a second's worth of runs is not left
+// queued behind the commit scripts that plan the next ones at the same
+// boundary (and under Lua's limit of ~8000 values to unpack).
+const forwardBatch = 4000
+
+// ForwardDueTasks makes the run tasks whose time has come on the shared
+// clock runnable (asynq's scheduled set → pending list), as asynq's
+// servers do on their own, and says how many it moved. Several callers at
+// once are harmless: each script call moves a task once.
+func (s *Store) ForwardDueTasks(ctx context.Context) (int, error) {
+	q := s.cfg.QueueName
+	total := 0
+	for {
+		now := s.clock.Now()
+		n, err := forwardScript.Run(ctx, s.rdb, []string{asynqScheduledKey(q), asynqPendingKey(q)},
+			now.Unix(), asynqTaskKeyPrefix(q), now.UnixNano(), forwardBatch).Int()
+		if err != nil {
+			return total, fmt.Errorf("forward due run tasks: %w", err)
+		}
+		total += n
+		if n < forwardBatch {
+			return total, nil
+		}
+	}
+}

@@ -81,8 +81,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go s.ownershipLoop(ctx)
+	done := make(chan struct{})
+	s.done = done
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ownershipLoop(ctx) })
+	wg.Go(func() { s.forwardLoop(ctx) })
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
 	return nil
 }
 
@@ -111,7 +118,6 @@ func (s *Scheduler) renewInterval() time.Duration { return s.cfg.LeaseTTL / 3 }
 func (s *Scheduler) margin() time.Duration { return s.cfg.LeaseTTL / 5 }
 
 func (s *Scheduler) ownershipLoop(ctx context.Context) {
-	defer close(s.done)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -279,6 +285,29 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}
 		s.metrics.tick.Observe(time.Since(began).Seconds())
+		var wait time.Duration
+		wait, boundary = s.untilNextTick(boundary)
+		t.Reset(wait)
+	}
+}
+
+// forwardLoop makes the runs enqueued ahead runnable on each tick
+// boundary, when they come due (see queue.Store.ForwardDueTasks): asynq's
+// servers would too, but 100 tasks per call every 100 ms, which leaves a
+// second's worth of 10,000 runs waiting up to a second.
+func (s *Scheduler) forwardLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var boundary time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.store.ForwardDueTasks(ctx); err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "forwarding due run tasks failed; asynq's servers forward them too", "err", err)
+		}
 		var wait time.Duration
 		wait, boundary = s.untilNextTick(boundary)
 		t.Reset(wait)

@@ -35,7 +35,6 @@ type steadyResult struct {
 	ahead        int       // ... enqueued before their planned time
 	late         durStats  // max(0, enqueue - planned) over measured runs
 	runnable     durStats  // pending in asynq - planned: the figure comparable to the peer's drift
-	unforwarded  int       // ahead runs still not forwarded when their boundary's watch gave up
 	started      int       // measured runs that reached the executor
 	start        durStats  // executor arrival - planned
 	cpuPerMin    float64   // scheduler CPU seconds per minute
@@ -125,7 +124,6 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	for k := range res.periods {
 		boundaries = append(boundaries, res.first.Add(time.Duration(k)*res.period))
 	}
-	fwd := watchForwarding(ctx, e.rdb, asynqKey(runQueue, "scheduled"), boundaries, min(res.period/2, 30*time.Second))
 	e.logf("steady: %d schedules on %q, measuring %d periods from %s", res.n, spec, res.periods, res.first.Format("15:04:05"))
 	// CPU window: exactly `periods` periods, covering the work done at each
 	// measured boundary (which enqueues the next period's runs ahead).
@@ -154,7 +152,6 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	}
 	stopAll(procs)
 	stopWatch()
-	<-fwd.done
 
 	var schedOK, runsTotal atomic.Int64
 	keys := make([][]string, res.n)
@@ -191,17 +188,20 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 	}
 	res.tasks = c.total()
 
-	// A run enqueued ahead became runnable when asynq forwarded it
-	// (fwd.lat); one enqueued late, when it was enqueued (pending at once).
-	var late, start []time.Duration
-	runnable := fwd.lat
+	// A run enqueued ahead became runnable when it was forwarded to the
+	// pending list, the second write of its task hash; one enqueued late,
+	// when it was enqueued (pending at once).
+	var late, start, runnable []time.Duration
 	for i := range keys {
 		for k, key := range keys[i] {
 			planned := boundaries[k]
-			if t, ok := enq.get(key); ok {
+			if t, ok := enq.get(key, 0); ok {
 				res.matched++
 				if t.Before(planned) {
 					res.ahead++
+					if f, ok := enq.get(key, 1); ok {
+						runnable = append(runnable, f.Sub(planned))
+					}
 				} else {
 					runnable = append(runnable, t.Sub(planned))
 				}
@@ -213,7 +213,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 			}
 		}
 	}
-	res.late, res.start, res.runnable, res.unforwarded = percentiles(late), percentiles(start), percentiles(runnable), fwd.unfinished
+	res.late, res.start, res.runnable = percentiles(late), percentiles(start), percentiles(runnable)
 	res.calls, res.conns = ex.calls.Load(), ex.conns.Load()
 	return res, nil
 }
@@ -233,79 +233,34 @@ func cpuOf(ps []*proc) time.Duration {
 	return d
 }
 
-// timeMap is a concurrent first-seen map.
+// timeMap keeps, per key, when it was seen the first two times.
 type timeMap struct {
 	mu sync.Mutex
-	m  map[string]time.Time
+	m  map[string][]time.Time
 }
 
-func (t *timeMap) first(k string, v time.Time) {
+func (t *timeMap) seen(k string, v time.Time) {
 	t.mu.Lock()
-	if _, ok := t.m[k]; !ok {
-		t.m[k] = v
+	if len(t.m[k]) < 2 {
+		t.m[k] = append(t.m[k], v)
 	}
 	t.mu.Unlock()
 }
 
-func (t *timeMap) get(k string) (time.Time, bool) {
+// get returns when k was seen the i-th time (from 0).
+func (t *timeMap) get(k string, i int) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, ok := t.m[k]
-	return v, ok
+	if v := t.m[k]; i < len(v) {
+		return v[i], true
+	}
+	return time.Time{}, false
 }
 
-// forwardWatch measures when the runs enqueued ahead of each boundary
-// became runnable: asynq's forwarder moves a task from the scheduled set
-// to the pending list once its second has come (its score is that unix
-// second). It polls how many tasks due by the boundary are still
-// scheduled; each drop of that count is as many runs made runnable by the
-// poll (an upper bound, to the poll's 5 ms).
-type forwardWatch struct {
-	done       chan struct{}
-	lat        []time.Duration // per forwarded run: poll time - boundary
-	unfinished int             // still scheduled when a boundary's watch gave up
-}
-
-func watchForwarding(ctx context.Context, rdb *redis.Client, scheduledKey string, boundaries []time.Time, giveUp time.Duration) *forwardWatch {
-	w := &forwardWatch{done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for _, b := range boundaries {
-			if sleepUntil(ctx, b.Add(-20*time.Millisecond)) != nil {
-				return
-			}
-			upTo := strconv.FormatInt(b.Unix(), 10)
-			prev := int64(-1)
-			for {
-				n, err := rdb.ZCount(ctx, scheduledKey, "-inf", upTo).Result()
-				if err != nil {
-					return
-				}
-				d := max(time.Since(b), 0)
-				if prev < 0 {
-					prev = n // before the boundary: none forwarded yet
-				}
-				for ; prev > n; prev-- {
-					w.lat = append(w.lat, d)
-				}
-				if n == 0 {
-					break
-				}
-				if d > giveUp {
-					w.unfinished += int(n)
-					break
-				}
-				if sleepCtx(ctx, 5*time.Millisecond) != nil {
-					return
-				}
-			}
-		}
-	}()
-	return w
-}
-
-// watchTaskHashes records when each task hash of queue q is first written,
-// through keyevent notifications for hash commands. stop restores the
+// watchTaskHashes records when each task hash of queue q is first and
+// second written (enqueued; then forwarded to pending if it was enqueued
+// ahead, else dequeued), through keyevent notifications for hash commands,
+// which Redis sends as each script ends. stop restores the
 // notification setting.
 func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap, func(), error) {
 	if err := rdb.ConfigSet(ctx, "notify-keyspace-events", "Eh").Err(); err != nil {
@@ -316,7 +271,7 @@ func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap
 		ps.Close()
 		return nil, nil, fmt.Errorf("subscribe to hset events: %w", err)
 	}
-	tm := &timeMap{m: map[string]time.Time{}}
+	tm := &timeMap{m: map[string][]time.Time{}}
 	prefix := asynqKey(q, "t:")
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -328,7 +283,7 @@ func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap
 				return
 			}
 			if id, ok := strings.CutPrefix(msg.Payload, prefix); ok {
-				tm.first(id, time.Now())
+				tm.seen(id, time.Now())
 			}
 		}
 	}()

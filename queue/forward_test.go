@@ -1,0 +1,59 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// Runs enqueued ahead become runnable when their second comes on the
+// shared clock, not before: moved to asynq's pending list in pages,
+// each as asynq's own forwarder would leave it.
+func TestForwardDueTasksMakesRunsRunnableOnTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	// Ahead of the real clock, so the tasks are written to the scheduled set.
+	now := time.Now().Add(time.Hour).Truncate(time.Second)
+	clock := queue.NewSimClock(now)
+	store, err := queue.NewStore(ctx, rdb, clock, nil)
+	require.NoError(t, err)
+	const n = 4100 // more than one page (forwardBatch)
+	due := now.Add(time.Minute)
+	for i := range n {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: due, IdempotencyKey: fmt.Sprintf("k%d", i)})
+		require.NoError(t, err)
+	}
+	_, _, err = store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: due.Add(time.Second), IdempotencyKey: "later"})
+	require.NoError(t, err)
+
+	clock.Set(due.Add(-time.Millisecond))
+	moved, err := store.ForwardDueTasks(ctx)
+	require.NoError(t, err)
+	require.Zero(t, moved, "before their second")
+	require.Equal(t, asynq.TaskStateScheduled, queuetest.RequireTask(t, rdb, queue.QueueNameDefault, "k0").State)
+
+	clock.Set(due)
+	moved, err = store.ForwardDueTasks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n, moved)
+	require.Equal(t, int64(n), rdb.LLen(ctx, "asynq:{chronos}:pending").Val())
+	for _, k := range []string{"k0", fmt.Sprintf("k%d", n-1)} {
+		info := queuetest.RequireTask(t, rdb, queue.QueueNameDefault, k)
+		require.Equal(t, asynq.TaskStatePending, info.State, k)
+		require.NotEmpty(t, rdb.HGet(ctx, "asynq:{chronos}:t:"+k, "pending_since").Val())
+	}
+	require.Equal(t, asynq.TaskStateScheduled, queuetest.RequireTask(t, rdb, queue.QueueNameDefault, "later").State)
+	moved, err = store.ForwardDueTasks(ctx)
+	require.NoError(t, err)
+	require.Zero(t, moved, "each task moves once")
+}

@@ -43,6 +43,7 @@ type burstResult struct {
 	rec durStats
 	// exactly-once accounting
 	runsOK   int   // schedules whose only run is the one planned at due
+	extra    int   // runs beyond one per schedule: duplicates
 	runsBad  int   // schedules with no run, or more than one
 	runs     int   // run records in total
 	tasks    int64 // asynq tasks in the run queue
@@ -188,7 +189,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 func verifyBurst(ctx context.Context, e *env, store *queue.Store, res *burstResult) error {
 	keys := make([]string, res.n)
 	drift := make([]time.Duration, res.n)
-	var ok, bad, runs atomic.Int64
+	var ok, bad, runs, extra atomic.Int64
 	err := forEach(ctx, res.n, 64, func(ctx context.Context, i int) error {
 		id := scheduleID(i)
 		rs, err := store.ListRuns(ctx, id, 10)
@@ -196,6 +197,7 @@ func verifyBurst(ctx context.Context, e *env, store *queue.Store, res *burstResu
 			return err
 		}
 		runs.Add(int64(len(rs)))
+		extra.Add(int64(max(len(rs)-1, 0)))
 		want := model.IdempotencyKey(id, res.due)
 		if len(rs) != 1 || rs[0].IdempotencyKey != want || !rs[0].RunAt.Equal(res.due) || rs[0].EnqueuedAt == nil {
 			bad.Add(1)
@@ -218,7 +220,7 @@ func verifyBurst(ctx context.Context, e *env, store *queue.Store, res *burstResu
 			ds = append(ds, drift[i])
 		}
 	}
-	res.runsOK, res.runsBad, res.runs = int(ok.Load()), int(bad.Load()), int(runs.Load())
+	res.runsOK, res.runsBad, res.runs, res.extra = int(ok.Load()), int(bad.Load()), int(runs.Load()), int(extra.Load())
 	res.rec = percentiles(ds)
 	res.matched, err = tasksPresent(ctx, e.rdb, runQueue, present)
 	res.verified = err == nil

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -49,6 +51,12 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 		return nil, err
 	}
 
+	// The queue is paused while the launchers start, so that none drains
+	// runs before the others are up and the meters run.
+	insp := asynq.NewInspectorFromRedisClient(e.rdb)
+	if err := insp.PauseQueue(runQueue); err != nil {
+		return nil, fmt.Errorf("pause the run queue: %w", err)
+	}
 	ps := make([]*proc, launchers)
 	defer func() { stopAll(ps) }()
 	errs := make([]error, launchers)
@@ -65,6 +73,9 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 		return nil, err
 	}
 	cpu0, rm := cpuOf(ps), startRedisMeter(ctx, e.rdb)
+	if err := insp.UnpauseQueue(runQueue); err != nil {
+		return nil, fmt.Errorf("unpause the run queue: %w", err)
+	}
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
 		c, err := countQueue(ctx, e.rdb, runQueue)
 		return c.completed + c.retry + c.archived, err

@@ -41,4 +41,7 @@
 // pins the bytes against asynq's Client. The script touches the queue's keys
 // and the shard's keys together, which standalone Redis and Sentinel allow;
 // Redis Cluster will need one asynq queue per shard sharing its hash tag.
+// Runs enqueued ahead wait in asynq's scheduled set; schedulers move the
+// due ones to the pending list on each second (forward.lua, the fields
+// asynq's own forwarder writes), in pages far larger than asynq's.
 package queue

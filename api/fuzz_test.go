@@ -84,19 +84,25 @@ func checkError(t *testing.T, rec *httptest.ResponseRecorder, fields string, all
 	t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 }
 
-// field renders one body member: "" omits it, anything else is a raw JSON
-// value (possibly invalid).
-func field(b *strings.Builder, name, raw string) {
-	if raw == "" {
-		return
+// object renders a JSON object from raw member values (possibly invalid
+// JSON); a member whose value is "" is left out.
+func object(members ...[2]string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for _, m := range members {
+		if m[1] == "" {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(m[0])
+		b.Write(name)
+		b.WriteByte(':')
+		b.WriteString(m[1])
 	}
-	if b.Len() > 1 {
-		b.WriteByte(',')
-	}
-	nb, _ := json.Marshal(name)
-	b.Write(nb)
-	b.WriteByte(':')
-	b.WriteString(raw)
+	b.WriteByte('}')
+	return b.String()
 }
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -127,15 +133,10 @@ func FuzzUpsert(f *testing.F) {
 	add(q("s4"), q("wf"), "1", q("u"), q("* * * * * *"), q("UTC"), "", q("9999-12-31T23:59:58Z"), q("9999-12-31T23:59:59.999Z"), "0", "", "")
 
 	f.Fuzz(func(t *testing.T, id, wf, ver, user, cron, tz, dialect, start, end, jitter, overlap, catchup string) {
-		var b strings.Builder
-		b.WriteByte('{')
-		for _, kv := range [][2]string{{"schedule_id", id}, {"workflow_id", wf}, {"version", ver}, {"user_id", user},
-			{"cron_expr", cron}, {"timezone", tz}, {"dialect", dialect}, {"start_at", start}, {"end_at", end},
-			{"jitter_ms", jitter}, {"overlap_policy", overlap}, {"catchup_policy", catchup}} {
-			field(&b, kv[0], kv[1])
-		}
-		b.WriteByte('}')
-		body := b.String()
+		body := object([2]string{"schedule_id", id}, [2]string{"workflow_id", wf}, [2]string{"version", ver},
+			[2]string{"user_id", user}, [2]string{"cron_expr", cron}, [2]string{"timezone", tz}, [2]string{"dialect", dialect},
+			[2]string{"start_at", start}, [2]string{"end_at", end}, [2]string{"jitter_ms", jitter},
+			[2]string{"overlap_policy", overlap}, [2]string{"catchup_policy", catchup})
 
 		before := a.snapshot(t)
 		rec := a.serve(http.MethodPost, "/schedules/upsert", body)
@@ -321,13 +322,8 @@ func FuzzManualStart(f *testing.F) {
 	add(q("w"), "1", q("u"), q("9999-12-31T23:59:59-05:00"), "")
 	add(q("w"), "1", q("u"), q("2026-01-01T12:00:00.123456789+14:00"), q("x%41"))
 	f.Fuzz(func(t *testing.T, wf, ver, user, at, key string) {
-		var b strings.Builder
-		b.WriteByte('{')
-		for _, kv := range [][2]string{{"workflow_id", wf}, {"version", ver}, {"user_id", user}, {"scheduled_for", at}, {"idempotency_key", key}} {
-			field(&b, kv[0], kv[1])
-		}
-		b.WriteByte('}')
-		body := b.String()
+		body := object([2]string{"workflow_id", wf}, [2]string{"version", ver}, [2]string{"user_id", user},
+			[2]string{"scheduled_for", at}, [2]string{"idempotency_key", key})
 		before := a.snapshot(t)
 		rec := a.serve(http.MethodPost, "/run-launcher/start", body)
 		if rec.Code != http.StatusOK {

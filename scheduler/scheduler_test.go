@@ -86,6 +86,18 @@ func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
 	require.NoError(t, err)
 }
 
+// skipWhilePaused pauses schedule id, records its run key SKIPPED as a
+// launcher does while the schedule is paused, and resumes it.
+func (b *testBundle) skipWhilePaused(t *testing.T, id, key string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.store.SetPaused(ctx, id, true)
+	require.NoError(t, err)
+	b.report(t, id, key, model.RunSkipped)
+	_, err = b.store.SetPaused(ctx, id, false)
+	require.NoError(t, err)
+}
+
 func cmpOr[T comparable](v, d T) T {
 	var zero T
 	if v == zero {
@@ -628,11 +640,7 @@ func TestReplannedRunThatEndedDoesNotHoldOrSkipTheNextInOnePlan(t *testing.T) {
 			key := model.IdempotencyKey(id, second)
 			queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
 
-			_, err := b.store.SetPaused(ctx, id, true)
-			require.NoError(t, err)
-			b.report(t, id, key, model.RunSkipped)     // as the launcher does while paused
-			_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
-			require.NoError(t, err)
+			b.skipWhilePaused(t, id, key) // before 00:02: it is next again
 
 			// The scheduler is down until 00:04:05.
 			b.clock.Set(start.Add(4*time.Minute + 5*time.Second))
@@ -679,11 +687,7 @@ func TestARunBehindACutPlanIsNotJudgedMissedAgain(t *testing.T) {
 	b.tickAll(t)
 	keyR := model.IdempotencyKey(id, r)
 	queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
-	_, err := b.store.SetPaused(ctx, id, true)
-	require.NoError(t, err)
-	b.report(t, id, keyR, model.RunSkipped)    // as the launcher does while paused
-	_, err = b.store.SetPaused(ctx, id, false) // before 00:02: it is next again
-	require.NoError(t, err)
+	b.skipWhilePaused(t, id, keyR) // before 00:02: it is next again
 
 	// The scheduler next ticks 9.5 s after B's fire time: B is on time.
 	b.clock.Set(fb.Add(9500 * time.Millisecond))

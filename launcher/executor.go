@@ -67,12 +67,13 @@ func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
 // HTTPExecutor POSTs {dag, meta} to URL with an Idempotency-Key header.
 // A 2xx answer starts the run: its optional JSON body {run_id, status}
 // says more (status SUCCESS or FAILED ends the run at once; otherwise it is
-// STARTED). 408, 409, 429 and 5xx answers and transport errors are
-// retried by asynq with backoff; other 4xx answers and redirects fail the
-// run at once. 409 is what an executor deduplicating on the key answers
+// STARTED). 409 is what an executor deduplicating on the key answers
 // while an earlier call with it is still in progress (one this launcher
-// gave up on at EXECUTOR_TIMEOUT): the run is not failed, it is being
-// started.
+// gave up on at EXECUTOR_TIMEOUT): the executor has the run, so it is
+// STARTED too (retrying could run out of attempts and fail a run that is
+// being started). 408, 429 and 5xx answers and transport errors are
+// retried by asynq with backoff; other 4xx answers and redirects fail the
+// run at once.
 type HTTPExecutor struct {
 	URL    string
 	Client *http.Client
@@ -117,7 +118,9 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := fmt.Errorf("executor answered %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
 		switch resp.StatusCode {
-		case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		case http.StatusConflict:
+			return Result{}, nil // STARTED: see above
+		case http.StatusRequestTimeout, http.StatusTooManyRequests:
 			return Result{}, err
 		}
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 {

@@ -813,7 +813,9 @@ func TestIdempotencyConflictFromTheExecutorDoesNotFailTheRun(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	t.Cleanup(srv.Close)
-	b := setup(t, NewHTTPExecutor(srv.URL, 300*time.Millisecond, 2), nil)
+	// One retry: the 409 comes on the last attempt, where an error would
+	// fail the run.
+	b := setup(t, NewHTTPExecutor(srv.URL, 300*time.Millisecond, 2), &queue.Config{TaskMaxRetry: 1})
 	b.manual(t, "key-409", true)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r, _, err := b.store.GetRun(context.Background(), "key-409")
@@ -986,3 +988,123 @@ func TestManualRunWithAScheduledRunsKeyLeavesNoOrphanRecord(t *testing.T) {
 		})
 	}
 }
+
+// A manual run given a future scheduled run's key (README: "A key a
+// schedule's run will have is taken: that scheduled run is recorded
+// SKIPPED") that has already finished when the schedule plans that run:
+// A manual run started with a schedule's future run's key ("run the 01:00
+// run now") that has already finished when the scheduler plans 01:00: the
+// scheduled run is recorded SKIPPED, not executed again.
+func TestAScheduledRunWhoseKeyAFinishedManualRunTookIsNotRunAgain(t *testing.T) {
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b := setup(t, ex, nil)
+	ctx := context.Background()
+	require.NoError(t, b.store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	sched, err := scheduler.New(b.store, nil, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	start := b.clock.Now()
+	var id, key string
+	for i := 0; ; i++ {
+		id, key = fmt.Sprintf("s%d", i), model.IdempotencyKey(fmt.Sprintf("s%d", i), start.Add(time.Hour))
+		if queue.ShardOf(id, 16) != queue.ShardOf(key, 16) {
+			break
+		}
+	}
+	b.upsert(t, &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately})
+	// "run the 01:00 run now"
+	_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: start, IdempotencyKey: key})
+	require.NoError(t, err)
+	require.True(t, started)
+	b.waitStatus(t, key, model.RunSuccess)
+
+	b.clock.Advance(time.Hour)
+	b.tick(t, sched)
+	time.Sleep(2 * time.Second)
+	run, err := b.store.GetScheduleRun(ctx, id, key)
+	require.NoError(t, err)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Len(t, ex.reqs, 1, "executor called again with key %s; schedule's record: %s %s", key, run.Status, run.Error)
+	require.Equal(t, model.RunSkipped, run.Status)
+}
+
+// beforeScriptHook runs fn once, before the client's next script call.
+type beforeScriptHook struct{ fn func() }
+
+func (h *beforeScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *beforeScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *beforeScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.fn != nil {
+			f := h.fn
+			h.fn = nil
+			f()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// POST /run-launcher/start with the key of a scheduled run that the
+// scheduler commits between StartManualRun's GetRun and its script: the
+// manual run is reported started, its record is ENQUEUED, but the task
+// under the key is the schedule's: the manual record never leaves
+// A manual run started with a key a scheduler commits between the API's
+// look-up and its script: it is not created (the scheduled run has the
+// key's task) and the API answers with the scheduled run, started false.
+func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
+	ctx := context.Background()
+	r := queuetest.StartRedis(t)
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	hooked, hook := r.Client(t), &beforeScriptHook{}
+	hooked.AddHook(hook)
+	api, err := queue.NewStore(ctx, hooked, clock, nil)
+	require.NoError(t, err)
+	store, err := queue.NewStore(ctx, r.Client(t), clock, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	sched, err := scheduler.New(store, nil, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	b := &testBundle{rdb: r.Client(t), store: store, clock: clock}
+
+	start := clock.Now()
+	var id, key string
+	for i := 0; ; i++ {
+		id, key = fmt.Sprintf("s%d", i), model.IdempotencyKey(fmt.Sprintf("s%d", i), start.Add(time.Hour))
+		if queue.ShardOf(id, 16) != queue.ShardOf(key, 16) {
+			break
+		}
+	}
+	b.upsert(t, &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately})
+	clock.Advance(time.Hour)
+	hook.fn = func() { b.tick(t, sched) } // the scheduler commits 01:00 meanwhile
+	run, started, err := api.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: clock.Now(), IdempotencyKey: key})
+	require.NoError(t, err)
+	require.False(t, started, "a scheduled run took the key meanwhile")
+	require.Equal(t, model.SourceSchedule, run.Source)
+
+	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	require.Eventually(t, func() bool {
+		r, err := store.GetScheduleRun(ctx, id, key)
+		return err == nil && r.Status == model.RunSuccess
+	}, 10*time.Second, 20*time.Millisecond)
+	time.Sleep(time.Second)
+	got, _, err := store.GetRun(ctx, key)
+	require.NoError(t, err)
+	require.NotEqual(t, model.RunEnqueued, got.Status,
+		"GET /runs/%s: %s run stuck ENQUEUED (started=%v) though the only task under the key ran", key, got.Source, started)
+}
+
+// An executor deduplicating on the key answers 409 while the call this
+// launcher gave up on (EXECUTOR_TIMEOUT) is still being accepted. The doc
+// says "the run is not failed, it is being started"; on the task's last
+// attempt a 409 fails it all the same.

@@ -133,8 +133,8 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		return nil, err
 	}
 	q := s.cfg.QueueName
-	args := make([]any, 0, 6+len(plans)*17)
-	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), len(plans))
+	args := make([]any, 0, 7+len(plans)*17)
+	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), manualKeyPrefix(q), len(plans))
 	for _, p := range plans {
 		next := ""
 		if !p.NewNext.IsZero() {

@@ -32,6 +32,11 @@ func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + i
 func historyKey(s int, id string) string  { return shardPrefix(s) + "runs:" + id }
 func runKey(s int, key string) string     { return shardPrefix(s) + "run:" + key }
 
+// manualKeyPrefix prefixes the marks of the idempotency keys manual runs
+// took, in the run queue's hash slot (beside its tasks), where the commit
+// script looks: a schedule's run with such a key is not enqueued again.
+func manualKeyPrefix(q string) string { return keyPrefix + "{" + q + "}:manual:" }
+
 func workflowKey(id, version string) string {
 	return keyPrefix + "wf:{" + id + "}:" + version
 }

@@ -220,12 +220,17 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	}
 	q := s.cfg.QueueName
 	n, err := manualRunScript.Run(ctx, s.rdb,
-		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)},
+		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q),
+			manualKeyPrefix(q) + m.IdempotencyKey},
 		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64(s.cfg.RunRetention/time.Second)+max(m.ScheduledFor.Unix()-now.Unix(), 0), // Sub would saturate centuries ahead
 		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}
-	r, err := s.runOnShard(ctx, sh, m.IdempotencyKey)
-	return r, n == 1, err
+	if n == 1 {
+		r, err := s.runOnShard(ctx, sh, m.IdempotencyKey)
+		return r, true, err
+	}
+	r, _, err := s.GetRun(ctx, m.IdempotencyKey) // created meanwhile, maybe by a scheduler
+	return r, false, err
 }

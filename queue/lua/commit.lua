@@ -17,7 +17,8 @@
 -- ARGV[3] -> run history kept per schedule
 -- ARGV[4] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[5] -> now, unix ns (asynq's pending_since)
--- ARGV[6] -> number of plans, then per plan:
+-- ARGV[6] -> manual mark prefix ("chronos:{<queue>}:manual:")
+-- ARGV[7] -> number of plans, then per plan:
 --   id, expected next, expected inflight, expected ver, new next ("" = retired),
 --   new score, new inflight key ("" = unchanged), its deadline ms,
 --   hold ("1" = hold until the in-flight run ends), number of runs,
@@ -28,22 +29,26 @@
 -- key is taken, see below) or - (not applied: the plan was cut short)
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
--- taken: a live asynq task has this run's key but the run has no record
--- here: a manual run started with this key (POST /run-launcher/start).
--- That task reports to the manual run's record, never to this one, so
--- this run is recorded SKIPPED rather than left ENQUEUED for ever. (When
--- the manual run's record is in this shard it is found as existing, with
--- another sid: nothing is written, and it is never this schedule's
--- in-flight run.)
+-- taken: a manual run was started with this run's key (POST
+-- /run-launcher/start; it leaves a mark for as long as its record lives),
+-- or a live asynq task has the key. That run is the one the key names:
+-- this one is recorded SKIPPED, never enqueued (its task would be the
+-- manual run's, or run it again). (When the manual run's record is in
+-- this shard it is found as existing, with another sid: nothing is
+-- written, and it is never this schedule's in-flight run.)
+local mpfx = ARGV[6]
 local function taken(key)
+  if redis.call('EXISTS', mpfx .. key) == 1 then
+    return true
+  end
   local state = redis.call('HGET', tpfx .. key, 'state')
   return state and state ~= 'archived' and state ~= 'completed'
 end
-local takenErr = 'skipped: its idempotency key is taken by another queued run (a manual run started with this key)'
+local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
 local trimScan = 20
-local i = 7
+local i = 8
 local out = {}
-for p = 1, tonumber(ARGV[6]) do
+for p = 1, tonumber(ARGV[7]) do
   local id, expNext, expInfl, expVer = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local newNext, newScore, newInfl, deadline = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
   local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])

@@ -1,9 +1,12 @@
--- Create a manual run and its asynq task atomically, unless the key exists.
+-- Create a manual run and its asynq task atomically, unless the key exists
+-- or a live task holds it (a schedule's run committed since the caller
+-- looked), and mark the key taken for as long as the record lives.
 -- KEYS[1] -> run hash
 -- KEYS[2] -> asynq:{<queue>}:pending
 -- KEYS[3] -> asynq:{<queue>}:scheduled
 -- KEYS[4] -> asynq:{<queue>}:archived
 -- KEYS[5] -> asynq:{<queue>}:completed
+-- KEYS[6] -> the key's manual mark (chronos:{<queue>}:manual:<key>)
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms
@@ -12,12 +15,17 @@
 -- ARGV[6] -> now, unix ns
 -- ARGV[7] -> asynq message
 -- ARGV[8] -> process_at unix s ("0" = now)
--- Output: 1 created, 0 already exists
+-- Output: 1 created, 0 already exists (here, or as another run's task)
 if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local state = redis.call('HGET', ARGV[5] .. ARGV[1], 'state')
+if state and state ~= 'archived' and state ~= 'completed' then
   return 0
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
 redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[6], '1', 'EX', ARGV[4])
 enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], ARGV[6], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return 1

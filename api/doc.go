@@ -36,7 +36,7 @@
 //	GET    /schedules/:id/runs                 200 {"runs":[...]} | 400 | 404
 //	GET    /runs/:idempotency_key              200 run | 400 | 404
 //	POST   /runs/:idempotency_key/status       200 run | 400 | 404 | 409
-//	POST   /run-launcher/start                 200 {"started","run"} | 400
+//	POST   /run-launcher/start                 200 {"started","run"} | 400 | 409
 //	PUT    /workflows/:id/versions/:version    200 {"workflow_id","version"} | 400
 //	GET    /workflows/:id/versions/:version    200 the DAG as stored | 400 | 404
 //	GET    /openapi.json                       200 the OpenAPI 3 document

@@ -1108,3 +1108,32 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 // launcher gave up on (EXECUTOR_TIMEOUT) is still being accepted. The doc
 // says "the run is not failed, it is being started"; on the task's last
 // attempt a 409 fails it all the same.
+
+// A manual run asked for with the key of a schedule's run whose record was
+// trimmed while its task waits (FAILED by RUN_TIMEOUT while no launcher
+// ran) is refused as a conflict, not answered "not found" nor recorded
+// without a task of its own.
+func TestAManualRunOnAKeyWhoseTaskOutlivedItsRecordIsAConflict(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	start := b.clock.Now()
+	rec := &model.ScheduleRecord{ID: "skip", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
+	b.upsert(t, rec)
+	for b.clock.Now().Before(start.Add(2*time.Hour + 5*time.Minute)) {
+		b.clock.Advance(time.Minute)
+		b.tick(t, sched)
+	}
+	first := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
+	_, _, err := b.store.GetRun(ctx, first)
+	require.ErrorIs(t, err, queue.ErrNotFound, "trimmed")
+	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val())
+
+	_, _, err = b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: b.clock.Now(), IdempotencyKey: first})
+	require.ErrorIs(t, err, queue.ErrConflict)
+	_, _, err = b.store.GetRun(ctx, first)
+	require.ErrorIs(t, err, queue.ErrNotFound, "nothing recorded")
+}

@@ -232,5 +232,10 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 		return r, true, err
 	}
 	r, _, err := s.GetRun(ctx, m.IdempotencyKey) // created meanwhile, maybe by a scheduler
+	if n == 2 && errors.Is(err, ErrNotFound) {
+		// A schedule's run whose record was trimmed while its task waits.
+		return nil, false, fmt.Errorf("idempotency key %s is held by a queued task of a run whose record is gone: use another key: %w",
+			m.IdempotencyKey, ErrConflict)
+	}
 	return r, false, err
 }

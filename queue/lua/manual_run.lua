@@ -15,13 +15,13 @@
 -- ARGV[6] -> now, unix ns
 -- ARGV[7] -> asynq message
 -- ARGV[8] -> process_at unix s ("0" = now)
--- Output: 1 created, 0 already exists (here, or as another run's task)
+-- Output: 1 created, 0 already exists, 2 a live task (another run's) holds the key
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 local state = redis.call('HGET', ARGV[5] .. ARGV[1], 'state')
 if state and state ~= 'archived' and state ~= 'completed' then
-  return 0
+  return 2
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')

@@ -114,7 +114,7 @@ func TestMissingWorkflowFailsTheRun(t *testing.T) {
 	run := b.waitStatus(t, "key-2", model.RunFailed)
 	require.Contains(t, run.Error, "workflow wf version 1 not found")
 	require.Contains(t, run.Error, "PUT /workflows/wf/versions/1")
-	require.Equal(t, 1.0, testutil.ToFloat64(b.launcher.metrics.failedLaunch))
+	requireCount(t, b.launcher.metrics.failedLaunch, 1.0)
 }
 
 func TestHTTPExecutor(t *testing.T) {
@@ -420,7 +420,7 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 		_, _, err := b.store.GetRun(ctx, model.IdempotencyKey("latest-queue", start.Add(m*time.Minute)))
 		require.ErrorIs(t, err, queue.ErrNotFound, "00:%d", m)
 	}
-	require.Equal(t, 10.0, testutil.ToFloat64(l.metrics.skippedLate))
+	requireCount(t, l.metrics.skippedLate, 10.0)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	require.Len(t, ex.reqs, 8)
@@ -486,7 +486,7 @@ func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
 	require.NoError(t, b.store.PutWorkflow(ctx, "wf-read-error", "1", []byte(`{}`)))
 	run := b.waitStatus(t, model.IdempotencyKey("read-error", at), model.RunSkipped)
 	require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
-	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.skippedLate))
+	requireCount(t, l.metrics.skippedLate, 1)
 	require.Equal(t, int32(2), ex.calls.Load())
 }
 
@@ -542,12 +542,12 @@ func TestArchivedTasksFailTheirRuns(t *testing.T) {
 	b := &testBundle{rdb: rdb, store: store, clock: clock, launcher: l}
 	run := b.waitStatus(t, "enqueued", model.RunFailed)
 	require.Contains(t, run.Error, "launch abandoned: asynq archived its task")
-	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.failedLaunch))
+	requireCount(t, l.metrics.failedLaunch, 1.0)
 
 	// Sweeping again, from the beginning, changes nothing.
 	_, err = l.sweepArchived(ctx, time.Time{})
 	require.NoError(t, err)
-	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.failedLaunch))
+	requireCount(t, l.metrics.failedLaunch, 1.0)
 	for key, want := range map[string]model.RunStatus{"enqueued": model.RunFailed, "started": model.RunStarted, "ended": model.RunSuccess} {
 		r, _, err := store.GetRun(ctx, key)
 		require.NoError(t, err)
@@ -738,7 +738,7 @@ func TestStartDelayObservesOnlyStartedRuns(t *testing.T) {
 	t.Cleanup(l.Stop)
 	b.waitStatus(t, model.IdempotencyKey("late", at), model.RunSkipped)
 	b.waitStatus(t, model.IdempotencyKey("paused", at), model.RunSkipped)
-	require.Equal(t, 1.0, testutil.ToFloat64(l.metrics.skippedLate))
+	requireCount(t, l.metrics.skippedLate, 1.0)
 	ex.mu.Lock()
 	require.Empty(t, ex.reqs, "nothing was started")
 	ex.mu.Unlock()
@@ -907,32 +907,21 @@ func TestALostStatusWriteAfterTheExecutorAcceptedIsRetried(t *testing.T) {
 func TestATimedOutRunTrimmedFromHistoryIsNotExecuted(t *testing.T) {
 	t.Parallel()
 	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
-	b, sched := setupLaunchersDown(t, ex) // defaults: RUN_HISTORY 100, RUN_TIMEOUT 1h
+	b, first := trimmedRunWithItsTaskPending(t, ex)
 	ctx := context.Background()
-	start := b.clock.Now()
-	rec := &model.ScheduleRecord{ID: "skip", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
-		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
-	b.upsert(t, rec)
-	for b.clock.Now().Before(start.Add(2*time.Hour + 5*time.Minute)) {
-		b.clock.Advance(time.Minute)
-		b.tick(t, sched)
-	}
-	first := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
-	_, _, err := b.store.GetRun(ctx, first)
-	require.ErrorIs(t, err, queue.ErrNotFound, "00:01 timed out (FAILED) and was trimmed")
-	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val(), "its task still waits")
+	start := first.runAt.Add(-time.Minute)
 
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
 	t.Cleanup(l.Stop)
-	latest := model.IdempotencyKey(rec.ID, start.Add(2*time.Hour+time.Minute))
+	latest := model.IdempotencyKey("skip", start.Add(2*time.Hour+time.Minute))
 	b.waitStatus(t, latest, model.RunSuccess)
 	time.Sleep(time.Second)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	for _, r := range ex.reqs {
-		require.NotEqual(t, first, r.Meta.IdempotencyKey, "the 00:01 run, marked FAILED by RUN_TIMEOUT an hour ago, was executed")
+		require.NotEqual(t, first.key, r.Meta.IdempotencyKey, "the 00:01 run, marked FAILED by RUN_TIMEOUT an hour ago, was executed")
 	}
 }
 
@@ -1030,28 +1019,6 @@ func TestAScheduledRunWhoseKeyAFinishedManualRunTookIsNotRunAgain(t *testing.T) 
 	require.Equal(t, model.RunSkipped, run.Status)
 }
 
-// beforeScriptHook runs fn once, before the client's next script call.
-type beforeScriptHook struct{ fn func() }
-
-func (h *beforeScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *beforeScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *beforeScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.fn != nil {
-			f := h.fn
-			h.fn = nil
-			f()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-// POST /run-launcher/start with the key of a scheduled run that the
-// scheduler commits between StartManualRun's GetRun and its script: the
-// manual run is reported started, its record is ENQUEUED, but the task
-// under the key is the schedule's: the manual record never leaves
 // A manual run started with a key a scheduler commits between the API's
 // look-up and its script: it is not created (the scheduled run has the
 // key's task) and the API answers with the scheduled run, started false.
@@ -1059,7 +1026,7 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 	ctx := context.Background()
 	r := queuetest.StartRedis(t)
 	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	hooked, hook := r.Client(t), &beforeScriptHook{}
+	hooked, hook := r.Client(t), &queuetest.BeforeScriptHook{}
 	hooked.AddHook(hook)
 	api, err := queue.NewStore(ctx, hooked, clock, nil)
 	require.NoError(t, err)
@@ -1082,7 +1049,7 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 	b.upsert(t, &model.ScheduleRecord{ID: id, CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
 		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately})
 	clock.Advance(time.Hour)
-	hook.fn = func() { b.tick(t, sched) } // the scheduler commits 01:00 meanwhile
+	hook.Fn = func() { b.tick(t, sched) } // the scheduler commits 01:00 meanwhile
 	run, started, err := api.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 		ScheduledFor: clock.Now(), IdempotencyKey: key})
 	require.NoError(t, err)
@@ -1115,25 +1082,46 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 // without a task of its own.
 func TestAManualRunOnAKeyWhoseTaskOutlivedItsRecordIsAConflict(t *testing.T) {
 	t.Parallel()
-	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, first := trimmedRunWithItsTaskPending(t, &recordingExecutor{})
+	ctx := context.Background()
+	_, _, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: b.clock.Now(), IdempotencyKey: first.key})
+	require.ErrorIs(t, err, queue.ErrConflict)
+	_, _, err = b.store.GetRun(ctx, first.key)
+	require.ErrorIs(t, err, queue.ErrNotFound, "nothing recorded")
+}
+
+type plannedRun struct {
+	key   string
+	runAt time.Time
+}
+
+// trimmedRunWithItsTaskPending runs a per-minute "skip" schedule for two
+// hours with every launcher down (RUN_HISTORY 100, RUN_TIMEOUT 1h): its
+// first run, FAILED by RUN_TIMEOUT, has had its record trimmed from the
+// history while its task still waits in asynq.
+func trimmedRunWithItsTaskPending(t *testing.T, ex Executor) (*testBundle, plannedRun) {
+	t.Helper()
 	b, sched := setupLaunchersDown(t, ex)
 	ctx := context.Background()
 	start := b.clock.Now()
-	rec := &model.ScheduleRecord{ID: "skip", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
-		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately}
-	b.upsert(t, rec)
+	b.upsert(t, &model.ScheduleRecord{ID: "skip", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapSkip, CatchupPolicy: model.CatchupFireImmediately})
 	for b.clock.Now().Before(start.Add(2*time.Hour + 5*time.Minute)) {
 		b.clock.Advance(time.Minute)
 		b.tick(t, sched)
 	}
-	first := model.IdempotencyKey(rec.ID, start.Add(time.Minute))
-	_, _, err := b.store.GetRun(ctx, first)
-	require.ErrorIs(t, err, queue.ErrNotFound, "trimmed")
-	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val())
+	first := plannedRun{key: model.IdempotencyKey("skip", start.Add(time.Minute)), runAt: start.Add(time.Minute)}
+	_, _, err := b.store.GetRun(ctx, first.key)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the first run timed out (FAILED) and was trimmed")
+	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first.key, "state").Val(), "its task still waits")
+	return b, first
+}
 
-	_, _, err = b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
-		ScheduledFor: b.clock.Now(), IdempotencyKey: first})
-	require.ErrorIs(t, err, queue.ErrConflict)
-	_, _, err = b.store.GetRun(ctx, first)
-	require.ErrorIs(t, err, queue.ErrNotFound, "nothing recorded")
+// requireCount waits for a launcher counter to reach want: a handler
+// counts a run just after its record shows it.
+func requireCount(t *testing.T, c prometheus.Collector, want float64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(c) == want }, 5*time.Second, 10*time.Millisecond,
+		"counter never reached %v", want)
 }

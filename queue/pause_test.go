@@ -6,31 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
-
-// beforeScriptHook calls fn (once) just before the next script is sent.
-type beforeScriptHook struct{ fn func() }
-
-func (h *beforeScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *beforeScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *beforeScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.fn != nil {
-			f := h.fn
-			h.fn = nil
-			f()
-		}
-		return next(ctx, cmd)
-	}
-}
 
 // Resuming computes the next fire time from the definition it read; an
 // upsert landing between that read and the resume script must not leave
@@ -41,7 +22,7 @@ func TestResumeRacingAnUpsertUsesTheNewDefinition(t *testing.T) {
 	ctx := context.Background()
 	r := queuetest.StartRedis(t)
 	clock := queue.NewSimClock(time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC))
-	hooked, hook := r.Client(t), &beforeScriptHook{}
+	hooked, hook := r.Client(t), &queuetest.BeforeScriptHook{}
 	hooked.AddHook(hook)
 	store, err := queue.NewStore(ctx, hooked, clock, nil)
 	require.NoError(t, err)
@@ -58,7 +39,7 @@ func TestResumeRacingAnUpsertUsesTheNewDefinition(t *testing.T) {
 	_, err = store.SetPaused(ctx, "y", true)
 	require.NoError(t, err)
 
-	hook.fn = func() { // the deploy pipeline makes it hourly meanwhile
+	hook.Fn = func() { // the deploy pipeline makes it hourly meanwhile
 		_, err := other.UpsertSchedule(ctx, rec("0 * * * *"))
 		require.NoError(t, err)
 	}

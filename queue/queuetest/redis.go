@@ -143,3 +143,25 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// BeforeScriptHook is a go-redis hook that calls Fn (once) just before the
+// client's next script is sent: for tests that make another process act
+// between a caller's read and its script.
+type BeforeScriptHook struct{ Fn func() }
+
+func (h *BeforeScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *BeforeScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *BeforeScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.Fn != nil {
+			f := h.Fn
+			h.Fn = nil
+			f()
+		}
+		return next(ctx, cmd)
+	}
+}

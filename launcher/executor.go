@@ -115,15 +115,13 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 		return Result{}, &PermanentError{fmt.Errorf("executor answered %s, a redirect to %q: chronos does not follow redirects; set EXECUTOR_URL to the URL that answers",
 			resp.Status, resp.Header.Get("Location"))}
 	}
+	if resp.StatusCode == http.StatusConflict {
+		return Result{}, nil // STARTED: see above
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := fmt.Errorf("executor answered %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
-		switch resp.StatusCode {
-		case http.StatusConflict:
-			return Result{}, nil // STARTED: see above
-		case http.StatusRequestTimeout, http.StatusTooManyRequests:
-			return Result{}, err
-		}
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 &&
+			resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
 			return Result{}, &PermanentError{err}
 		}
 		return Result{}, err

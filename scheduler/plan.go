@@ -37,12 +37,20 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	// (lookahead, jitter) ahead; a "skip" or "queue" run once its fire
 	// time has come, since whether the run before it is still in flight
 	// is decided then.
+	// fireAt is the run at t's jittered fire time (no key to hash when
+	// there is no jitter).
+	fireAt := func(t time.Time) time.Time {
+		if jitter == 0 {
+			return t
+		}
+		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter)
+	}
 	lead := pl.lead(rec)
 	act := func(t time.Time) time.Time {
 		if rec.OverlapPolicy == model.OverlapAllow {
 			return t.Add(-lead)
 		}
-		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter)
+		return fireAt(t)
 	}
 	limit := pl.cfg.MaxCatchupPerTick
 	// A run is missed when its jittered fire time is more than the grace
@@ -53,12 +61,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	if rec.EndAt != nil && rec.EndAt.Before(cutoff) && rec.EndAt.After(surely) {
 		surely = rec.EndAt.Add(time.Nanosecond)
 	}
-	isMissed := func(t time.Time) bool {
-		if jitter == 0 {
-			return t.Before(cutoff) // no key to hash
-		}
-		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter).Before(cutoff)
-	}
+	isMissed := func(t time.Time) bool { return fireAt(t).Before(cutoff) }
 
 	var times []dueTime
 	t := d.Next

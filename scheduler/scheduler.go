@@ -267,15 +267,7 @@ func (s *Scheduler) leaseValid(l *queue.Lease) bool {
 
 func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 	defer close(l.done)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	var boundary time.Time // the tick boundary last waited for
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	s.onTicks(ctx, func() {
 		began := time.Now()
 		switch err := s.tickShard(ctx, l.lease); {
 		case errors.Is(err, errLeaseLost):
@@ -285,10 +277,7 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}
 		s.metrics.tick.Observe(time.Since(began).Seconds())
-		var wait time.Duration
-		wait, boundary = s.untilNextTick(boundary)
-		t.Reset(wait)
-	}
+	})
 }
 
 // forwardLoop makes the runs enqueued ahead runnable on each tick
@@ -296,18 +285,26 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 // servers would too, but 100 tasks per call every 100 ms, which leaves a
 // second's worth of 10,000 runs waiting up to a second.
 func (s *Scheduler) forwardLoop(ctx context.Context) {
+	s.onTicks(ctx, func() {
+		if _, err := s.store.ForwardDueTasks(ctx); err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "forwarding due run tasks failed; asynq's servers forward them too", "err", err)
+		}
+	})
+}
+
+// onTicks calls tick at once and then on each tick boundary (see
+// untilNextTick) until ctx ends.
+func (s *Scheduler) onTicks(ctx context.Context, tick func()) {
 	t := time.NewTimer(0)
 	defer t.Stop()
-	var boundary time.Time
+	var boundary time.Time // the tick boundary last waited for
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := s.store.ForwardDueTasks(ctx); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "forwarding due run tasks failed; asynq's servers forward them too", "err", err)
-		}
+		tick()
 		var wait time.Duration
 		wait, boundary = s.untilNextTick(boundary)
 		t.Reset(wait)

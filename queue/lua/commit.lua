@@ -41,8 +41,7 @@ local function taken(key)
   if redis.call('EXISTS', mpfx .. key) == 1 then
     return true
   end
-  local state = redis.call('HGET', tpfx .. key, 'state')
-  return state and state ~= 'archived' and state ~= 'completed'
+  return (task_live(tpfx .. key))
 end
 local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
 local trimScan = 20
@@ -91,20 +90,21 @@ for p = 1, tonumber(ARGV[7]) do
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. 'run:' .. key
-      local exists = r <= apply and redis.call('EXISTS', rkey) == 1
+      local mark = '0'
       if r > apply then
-        made[#made + 1] = '-'
-      elseif exists and redis.call('HGET', rkey, 'sid') == id then
-        -- Planned again by a schedule deleted and created again: the run
-        -- is this schedule's, in its history and kept with it.
-        redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
-        redis.call('PERSIST', rkey)
-      elseif not exists then
+        mark = '-'
+      elseif redis.call('EXISTS', rkey) == 1 then
+        if redis.call('HGET', rkey, 'sid') == id then
+          -- Planned again by a schedule deleted and created again: the
+          -- run is this schedule's, in its history and kept with it.
+          redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
+          redis.call('PERSIST', rkey)
+        end
+      else
         if st == 'ENQUEUED' and taken(key) then
           st, err = 'SKIPPED', takenErr
-          made[#made + 1] = '0'
         else
-          made[#made + 1] = '1'
+          mark = '1'
         end
         local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
         if err ~= '' then
@@ -119,9 +119,7 @@ for p = 1, tonumber(ARGV[7]) do
         redis.call('HSET', rkey, unpack(f))
         redis.call('ZADD', hkey, ARGV[i + 1], key)
       end
-      if exists then
-        made[#made + 1] = '0'
-      end
+      made[#made + 1] = mark
       i = i + 7
     end
     local inflight = cur[2] or ''

@@ -6,14 +6,21 @@
 -- a new run record under this key (the old one expired), so the old task
 -- is removed and the run enqueued again, rather than recorded and never
 -- run. The layout is pinned byte for byte by TestAsynqWireMatchesClient.
-local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key, archived_key, completed_key)
+-- task_live says whether a task exists that asynq is not done with (and
+-- returns its state).
+local function task_live(tkey)
   local state = redis.call('HGET', tkey, 'state')
-  if state == 'archived' or state == 'completed' then
+  return state and state ~= 'archived' and state ~= 'completed', state
+end
+
+local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key, archived_key, completed_key)
+  local live, state = task_live(tkey)
+  if live then
+    return
+  elseif state then
     redis.call('ZREM', archived_key, id)
     redis.call('ZREM', completed_key, id)
     redis.call('DEL', tkey)
-  elseif state then
-    return
   end
   if process_at == '0' then
     redis.call('HSET', tkey, 'msg', msg, 'state', 'pending', 'pending_since', now_ns)

@@ -19,8 +19,7 @@
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-local state = redis.call('HGET', ARGV[5] .. ARGV[1], 'state')
-if state and state ~= 'archived' and state ~= 'completed' then
+if task_live(ARGV[5] .. ARGV[1]) then
   return 2
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',

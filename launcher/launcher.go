@@ -167,15 +167,20 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 	// A retry after an executor error is late by its backoff, not
-	// missed; asynq's retry count cannot tell (see RecordFailedAttempt).
+	// missed: it is judged from when the retry was due (asynq's retry
+	// count cannot tell, see RecordFailedAttempt).
 	firstAttempt := st.FailedAttempts == 0
+	due := dueAt(p, st.EnqueuedAt)
+	if !firstAttempt {
+		due = st.RetryAt
+	}
 
 	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
 	if p.Source == model.SourceSchedule {
 		sched, reason := stillPlanned(st.Schedule, p)
 		late := false
-		if reason == "" && firstAttempt {
-			reason = missedAtLaunch(st.Schedule, sched, p, st.EnqueuedAt, started, l.cfg.LaunchGrace)
+		if reason == "" {
+			reason = missedAtLaunch(st.Schedule, sched, p, due, started, l.cfg.LaunchGrace)
 			late = reason != ""
 		}
 		if reason != "" {
@@ -207,7 +212,7 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 			target.workflowID, target.version, target.workflowID, target.version))
 	}
 	if retried, _ := asynq.GetRetryCount(ctx); firstAttempt && retried == 0 {
-		l.metrics.startDelay.Observe(max(started.Sub(dueAt(p, st.EnqueuedAt)), 0).Seconds())
+		l.metrics.startDelay.Observe(max(started.Sub(due), 0).Seconds())
 	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
@@ -229,7 +234,7 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
-		if err := l.recordFailedAttempt(ctx, p); err != nil {
+		if err := l.recordFailedAttempt(ctx, p, l.store.Clock().Now().Add(retryDelay(retried, err, t))); err != nil {
 			l.logger.WarnContext(ctx, "failed attempt not recorded; the retry will be judged late or not from the run's due time",
 				"idempotency_key", p.IdempotencyKey, "err", err)
 		}
@@ -291,7 +296,7 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 }
 
 // missedAtLaunch returns why a run of schedule rec (compiled: sched) that
-// would start now, more than grace after it was due (dueAt), should not
+// would start now, more than grace after it was due, should not
 // start ("" if it should). A scheduler that enqueued it late did so within
 // MISFIRE_GRACE_MS (e.g. after a shard takeover): that wait is the
 // scheduler's, already judged.
@@ -303,8 +308,8 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 // schedule's overlap policy is "skip" (the scheduler recorded those later
 // runs SKIPPED while this one was in flight, so this one is the latest);
 // "fire_immediately" and "spread" start it.
-func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.TaskPayload, enqueuedAt, now time.Time, grace time.Duration) string {
-	late := now.Sub(dueAt(p, enqueuedAt))
+func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.TaskPayload, due, now time.Time, grace time.Duration) string {
+	late := now.Sub(due)
 	if late <= grace {
 		return ""
 	}
@@ -336,10 +341,10 @@ func dueAt(p *queue.TaskPayload, enqueuedAt time.Time) time.Time {
 
 // recordFailedAttempt counts a failed executor call, even when the task's
 // context has ended, so the retry is not judged late.
-func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload) error {
+func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload, retryAt time.Time) error {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	return l.store.RecordFailedAttempt(ctx, p)
+	return l.store.RecordFailedAttempt(ctx, p, retryAt)
 }
 
 // fail records the run FAILED, unless it has moved on meanwhile (the

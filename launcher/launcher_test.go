@@ -490,6 +490,39 @@ func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
 	require.Equal(t, int32(2), ex.calls.Load())
 }
 
+// A retry is late by its backoff, not missed; but one that comes more than
+// LAUNCH_GRACE after its backoff ended (every launcher was down meanwhile)
+// is judged as a first attempt would be.
+func TestRetryLateAfterItsBackoffIsMissed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, sched := setupLaunchersDown(t, &recordingExecutor{})
+	b.upsert(t, &model.ScheduleRecord{ID: "s", CronExpr: "0 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone})
+	b.clock.Advance(time.Hour)
+	b.tick(t, sched)
+	key := model.IdempotencyKey("s", b.clock.Now())
+	ex := &flakyExecutor{fail: 1, onFail: func() {}}
+	cfg := &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}
+	l, err := New(b.store, cfg, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	require.Eventually(t, func() bool {
+		st, err := b.store.LoadLaunch(ctx, &queue.TaskPayload{IdempotencyKey: key, ScheduleID: "s", WorkflowID: "wf", Version: "1"})
+		return err == nil && st.FailedAttempts == 1
+	}, 20*time.Second, 5*time.Millisecond)
+	l.Stop()
+
+	b.clock.Advance(time.Hour)
+	l, err = New(b.store, cfg, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	run := b.waitStatus(t, key, model.RunSkipped)
+	require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
+	require.Equal(t, int32(1), ex.calls.Load())
+}
+
 // flakyExecutor fails its first fail calls with a retryable error, calling
 // onFail each time, then succeeds.
 type flakyExecutor struct {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,9 @@ type LaunchState struct {
 	// FailedAttempts counts executor calls that failed before this one
 	// (see RecordFailedAttempt).
 	FailedAttempts int
+	// RetryAt is when the retry after the last failed attempt was due
+	// (zero when none failed).
+	RetryAt time.Time
 	// Schedule is the run's schedule now; nil for manual runs and for a
 	// schedule deleted since the run was planned.
 	Schedule *model.ScheduleRecord
@@ -41,7 +45,7 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		dag   *redis.StringCmd
 	)
 	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att")
+		run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att", "retry", "up")
 		if p.ScheduleID != "" {
 			sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
 		}
@@ -52,15 +56,21 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 		return nil, fmt.Errorf("load run %s for launch: %w", p.IdempotencyKey, err)
 	}
 	var ls LaunchState
-	if v := run.Val(); len(v) == 3 {
-		st, _ := v[0].(string)
-		enq, _ := v[1].(string)
-		att, _ := v[2].(string)
-		ls.Status = model.RunStatus(st)
-		if n, err := strconv.ParseInt(enq, 10, 64); err == nil {
-			ls.EnqueuedAt = fromMS(n)
+	if v := run.Val(); len(v) == 5 {
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		msTime := func(s string) time.Time {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return fromMS(n)
+			}
+			return time.Time{}
 		}
-		ls.FailedAttempts, _ = strconv.Atoi(att)
+		ls.Status = model.RunStatus(str(0))
+		ls.EnqueuedAt = msTime(str(1))
+		if ls.FailedAttempts, _ = strconv.Atoi(str(2)); ls.FailedAttempts > 0 {
+			// A record written before retries were timed has the failed
+			// attempt's time, which the retry follows within its backoff.
+			ls.RetryAt = msTime(cmp.Or(str(3), str(4)))
+		}
 	}
 	if sched != nil {
 		rec, err := scheduleFromHash(p.ScheduleID, sched.Val())
@@ -76,13 +86,14 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 }
 
 // RecordFailedAttempt counts a failed executor call of a run that has
-// not started, before asynq retries its task. A launcher judges a run's
-// lateness on its first attempt only (a retry is late by its backoff),
-// and asynq's retry count cannot tell: a task can be retried without an
-// executor call (a failed status report) or recovered from a launcher
-// that died, and those must be judged again.
-func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload) error {
-	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now())).Err()
+// not started, before asynq retries its task at retryAt. A launcher judges
+// a run's lateness from its due time on its first attempt and from
+// retryAt on a retry (a retry is late by its backoff, not missed).
+// asynq's retry count cannot tell them apart: a task can be retried
+// without an executor call (a failed status report) or recovered from a
+// launcher that died, and those are first attempts still.
+func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload, retryAt time.Time) error {
+	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now()), ms(retryAt)).Err()
 	if err != nil {
 		return fmt.Errorf("record failed attempt of run %s: %w", p.IdempotencyKey, err)
 	}

@@ -35,23 +35,24 @@ func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 	require.Zero(t, st.FailedAttempts)
 	require.JSONEq(t, `{}`, string(st.DAG))
 
-	for range 2 {
-		require.NoError(t, store.RecordFailedAttempt(ctx, p))
+	for i := range 2 {
+		require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now().Add(time.Duration(i+1)*time.Second)))
 	}
 	st, err = store.LoadLaunch(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, 2, st.FailedAttempts)
+	require.True(t, st.RetryAt.Equal(clock.Now().Add(2*time.Second)), "retry at %v", st.RetryAt)
 
 	_, err = store.UpdateRunStatus(ctx, "k", queue.StatusUpdate{Status: model.RunStarted})
 	require.NoError(t, err)
-	require.NoError(t, store.RecordFailedAttempt(ctx, p))
+	require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now()))
 	st, err = store.LoadLaunch(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, model.RunStarted, st.Status)
 	require.Equal(t, 2, st.FailedAttempts)
 
 	gone := &queue.TaskPayload{IdempotencyKey: "gone", WorkflowID: "wf", Version: "1", Source: model.SourceManual}
-	require.NoError(t, store.RecordFailedAttempt(ctx, gone))
+	require.NoError(t, store.RecordFailedAttempt(ctx, gone, clock.Now()))
 	st, err = store.LoadLaunch(ctx, gone)
 	require.NoError(t, err)
 	require.Equal(t, model.RunStatus(""), st.Status)

@@ -17,8 +17,9 @@ import (
 // per run: sid (schedule id), at (run_at ms), fire (fire_at ms, after
 // jitter), st (status), rid (run id), enq (enqueued_at ms), cr, up
 // (created/updated ms), err, src (schedule | manual). A run the executor
-// failed to start also has att (failed attempts, see RecordFailedAttempt),
-// which only launchers read.
+// failed to start also has att (failed attempts, see RecordFailedAttempt)
+// and retry (when the last one's retry was due, ms), which only launchers
+// read.
 var runFields = []string{"sid", "at", "fire", "st", "rid", "enq", "cr", "up", "err", "src"}
 
 func runFromFields(key string, v []any) (*model.Run, error) {

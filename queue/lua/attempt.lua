@@ -1,11 +1,13 @@
--- Count a failed executor attempt of a run not started yet, so that the
--- launcher retrying it knows it is a retry (late by its backoff, not
--- missed). A run gone or past ENQUEUED is left alone.
+-- Count a failed executor attempt of a run not started yet, and when its
+-- retry is due, so that the launcher retrying it knows it is a retry (late
+-- by its backoff, not missed) and how late it is. A run gone or past
+-- ENQUEUED is left alone.
 -- KEYS[1] -> run hash
 -- ARGV[1] -> now, ms
+-- ARGV[2] -> when the retry is due, ms
 -- Output: attempts counted so far, or -1 when the run is not ENQUEUED
 if redis.call('HGET', KEYS[1], 'st') ~= 'ENQUEUED' then
   return -1
 end
-redis.call('HSET', KEYS[1], 'up', ARGV[1])
+redis.call('HSET', KEYS[1], 'up', ARGV[1], 'retry', ARGV[2])
 return redis.call('HINCRBY', KEYS[1], 'att', 1)

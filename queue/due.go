@@ -32,6 +32,11 @@ type DueSchedule struct {
 	// Released marks a "queue" schedule whose in-flight run has ended: its
 	// Next waited for that run, so it is due now, not missed.
 	Released bool
+	// ResumedAt is when the schedule was last resumed (zero if never).
+	// Its runs since then, like those since its creation or last timing
+	// change (its record's Anchor), never fire before it: jitter cannot
+	// make a run missed that the schedule could never have fired.
+	ResumedAt time.Time
 	// Err says why the schedule's state cannot be planned from (a
 	// corrupt next time); the scheduler retires it rather than failing
 	// its whole shard's tick on every tick.
@@ -65,6 +70,9 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 			d.Def = defString(d.Hash)
 			d.NextRaw, d.Inflight, d.Ver = d.Hash["next"], d.Hash["inflight"], d.Hash["ver"]
 			d.Released = d.Hash["rel"] != ""
+			if n, err := strconv.ParseInt(d.Hash["rs"], 10, 64); err == nil {
+				d.ResumedAt = fromMS(n)
+			}
 		}
 		i += 2 + n
 		if d.NextRaw != "" {

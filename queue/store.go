@@ -248,18 +248,19 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 		return 0, err
 	}
 	nextMS, score := "", "+inf"
+	now := s.clock.Now()
 	if !paused {
 		sched, err := rec.Compile()
 		if err != nil {
 			return 0, err
 		}
-		if t := sched.Next(s.clock.Now()); !t.IsZero() {
+		if t := sched.Next(now); !t.IsZero() {
 			nextMS = strconv.FormatInt(ms(t), 10)
 			score = strconv.FormatInt(ms(t.Add(-s.ActLead(rec))), 10)
 		}
 	}
 	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},
-		id, boolArg(paused), nextMS, score, h["ver"]).Int()
+		id, boolArg(paused), nextMS, score, h["ver"], ms(now)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}

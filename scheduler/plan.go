@@ -33,6 +33,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		return p, 0 // nothing planned: retire
 	}
 	jitter := time.Duration(rec.JitterMs) * time.Millisecond
+	began := maxTime(rec.Anchor, d.ResumedAt)
 	// act is when the run at t is planned: an "allow" run up to its lead
 	// (lookahead, jitter) ahead; a "skip" or "queue" run once its fire
 	// time has come, since whether the run before it is still in flight
@@ -43,7 +44,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		if jitter == 0 {
 			return t
 		}
-		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter)
+		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter, began)
 	}
 	lead := pl.lead(rec)
 	act := func(t time.Time) time.Time {
@@ -117,7 +118,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	p.NewNext = t
 	for _, dt := range times {
 		key := model.IdempotencyKey(d.ID, dt.at)
-		fire := jittered(rec, key, dt.at, jitter)
+		fire := jittered(rec, key, dt.at, jitter, began)
 		if dt.missed {
 			fire = now
 			if rec.CatchupPolicy == model.CatchupSpread {
@@ -191,10 +192,11 @@ func lastBefore(s model.Schedule, from, cutoff time.Time) time.Time {
 }
 
 // jittered is a run's fire time: at moved by its jitter offset, but never
-// outside the schedule's start_at/end_at nor, for a once alarm, before
-// its time.
-func jittered(rec *model.ScheduleRecord, key string, at time.Time, jitter time.Duration) time.Time {
-	fire := at.Add(model.JitterOffset(key, jitter))
+// outside the schedule's start_at/end_at, nor before the schedule began
+// (was created, changed its timing or resumed: a time it could not have
+// fired at), nor, for a once alarm, before its time.
+func jittered(rec *model.ScheduleRecord, key string, at time.Time, jitter time.Duration, began time.Time) time.Time {
+	fire := maxTime(at.Add(model.JitterOffset(key, jitter)), began)
 	if rec.Kind == model.KindOnce && fire.Before(at) {
 		fire = at
 	}

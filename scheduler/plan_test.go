@@ -148,7 +148,7 @@ func TestCatchupOfAJitterLongerThanThePeriod(t *testing.T) {
 	// The walk: missed runs are those up to the first that is not.
 	var lastMissed, firstKept time.Time
 	for at := sched.Next(start.Add(-time.Second)); ; at = sched.Next(at) {
-		if !jittered(rec, model.IdempotencyKey("s", at), at, jitter).Before(cutoff) {
+		if !jittered(rec, model.IdempotencyKey("s", at), at, jitter, time.Time{}).Before(cutoff) {
 			firstKept = at
 			break
 		}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -514,6 +515,58 @@ func TestRunsJitteredPastTheMisfireGraceAreNotMissed(t *testing.T) {
 				queuetest.RequireRuns(t, b.store, id, model.RunSuccess, want...)
 			})
 		}
+	}
+}
+
+// A run jittered to before its schedule existed (or was resumed) was never
+// missable: with ticks every second from then on, catch-up "none" drops
+// nothing. It fires when the schedule came to be, not missed.
+func TestRunsJitteredBeforeTheScheduleBeganAreNotMissed(t *testing.T) {
+	t.Parallel()
+	const jitter = 5 * time.Minute
+	// A schedule id whose run at minute m is jittered more than 70 s early.
+	earlyAt := func(m time.Time) string {
+		for i := 0; ; i++ {
+			if id := fmt.Sprintf("jn%d", i); model.JitterOffset(model.IdempotencyKey(id, m), jitter) < -70*time.Second {
+				return id
+			}
+		}
+	}
+	for _, resume := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resumed=%v", resume), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+			began := start
+			if resume {
+				began = start.Add(time.Hour)
+			}
+			first := began.Add(time.Minute)
+			id := earlyAt(first)
+			rec := b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "* * * * *", JitterMs: jitter.Milliseconds(),
+				CatchupPolicy: model.CatchupNone})
+			if resume {
+				_, err := b.store.SetPaused(context.Background(), id, true)
+				require.NoError(t, err)
+				b.runUntil(t, began, time.Minute)
+				_, err = b.store.SetPaused(context.Background(), id, false)
+				require.NoError(t, err)
+			}
+			end := began.Add(10 * time.Minute)
+			b.runUntil(t, end.Add(jitter+time.Second), time.Second)
+			runs, err := b.store.ListRuns(context.Background(), id, 1000)
+			require.NoError(t, err)
+			var got []time.Time
+			for _, r := range runs {
+				if !r.RunAt.After(end) {
+					got = append(got, r.RunAt)
+				}
+				if r.RunAt.Equal(first) {
+					require.True(t, r.FireAt.Equal(began), "the first run fires at %s, want when the schedule began (%s)", r.FireAt, began)
+				}
+			}
+			slices.SortFunc(got, time.Time.Compare)
+			require.Equal(t, expected(t, rec, began, end), times(got))
+		})
 	}
 }
 

@@ -7,6 +7,8 @@
 -- ARGV[3] -> on resume: next fire time in ms after now ("" = none)
 -- ARGV[4] -> on resume: act score
 -- ARGV[5] -> on resume: the definition version ARGV[3] was computed from
+-- ARGV[6] -> now, ms: on resume, kept as rs (resumed at), before which no
+--            run of the schedule's new next time fires (see DueSchedule)
 -- Output: -1 not found, -2 the definition changed since (read it again),
 -- 0 already in that state, 1 changed
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -22,6 +24,7 @@ end
 if not st[1] then return 0 end
 if (st[3] or '') ~= ARGV[5] then return -2 end
 redis.call('HDEL', KEYS[1], 'paused', 'rel') -- next is a new time: not one released
+redis.call('HSET', KEYS[1], 'rs', ARGV[6])
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], 'next')
 else

@@ -19,8 +19,12 @@ var zoneCache sync.Map // string -> *time.Location
 // error, never a silent fallback.
 //
 // "Local" is unknown: a schedule must not depend on the zone of the machine
-// that happens to evaluate it. Names with empty, "." or ".." path segments
-// are unknown too, so that a zone has one spelling.
+// that happens to evaluate it. So are the other files of a system's
+// zoneinfo directory that are not zones of the IANA database Go embeds
+// (localtime, posixrules, the right/ and posix/ copies): they resolve
+// differently from host to host, or on some hosts only. Names with empty,
+// "." or ".." path segments are unknown too, so that a zone has one
+// spelling.
 func LoadZone(name string) (*time.Location, error) {
 	if name == "" || name == "UTC" {
 		return time.UTC, nil
@@ -28,7 +32,8 @@ func LoadZone(name string) (*time.Location, error) {
 	if loc, ok := zoneCache.Load(name); ok {
 		return loc.(*time.Location), nil
 	}
-	if name == "Local" || !wellFormedZoneName(name) {
+	if name == "Local" || name == "localtime" || name == "posixrules" ||
+		strings.HasPrefix(name, "right/") || strings.HasPrefix(name, "posix/") || !wellFormedZoneName(name) {
 		return nil, fmt.Errorf("unknown time zone %q", name)
 	}
 	loc, err := time.LoadLocation(name)

@@ -15,7 +15,9 @@ import (
 // Client, and asynq's server and Inspector read what it writes.
 func asynqTaskKeyPrefix(q string) string { return "asynq:{" + q + "}:t:" }
 func asynqPendingKey(q string) string    { return "asynq:{" + q + "}:pending" }
+func asynqActiveKey(q string) string     { return "asynq:{" + q + "}:active" }
 func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" }
+func asynqRetryKey(q string) string      { return "asynq:{" + q + "}:retry" }
 func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
 func asynqCompletedKey(q string) string  { return "asynq:{" + q + "}:completed" }
 

@@ -1,23 +1,31 @@
 package queue
 
 import (
-	"github.com/hibiken/asynq"
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
+
+// depthTimeout bounds the read of a scrape: well inside Prometheus's
+// default 10 s scrape timeout, so a stalled Redis costs the scrape the
+// queue depth only, not every other metric.
+const depthTimeout = 2 * time.Second
 
 // DepthCollector reports the run queue's depth per asynq state at scrape
 // time, so every process's /metrics shows it without a polling loop.
 type DepthCollector struct {
-	inspector *asynq.Inspector
-	queue     string
-	desc      *prometheus.Desc
+	rdb   redis.UniversalClient
+	queue string
+	desc  *prometheus.Desc
 }
 
 // NewDepthCollector returns a collector for the store's run queue.
 func (s *Store) NewDepthCollector() *DepthCollector {
 	return &DepthCollector{
-		inspector: asynq.NewInspectorFromRedisClient(s.rdb),
-		queue:     s.cfg.QueueName,
+		rdb:   s.rdb,
+		queue: s.cfg.QueueName,
 		desc: prometheus.NewDesc("chronos_queue_depth", "Run tasks in the asynq queue, by state.",
 			[]string{"queue", "state"}, nil),
 	}
@@ -26,16 +34,31 @@ func (s *Store) NewDepthCollector() *DepthCollector {
 // Describe implements prometheus.Collector.
 func (c *DepthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. It reads the sizes of asynq's
+// lists and sets in one pipeline (asynq's Inspector.GetQueueInfo takes no
+// context, and computes much more).
 func (c *DepthCollector) Collect(ch chan<- prometheus.Metric) {
-	info, err := c.inspector.GetQueueInfo(c.queue)
-	if err != nil {
-		return // queue not created yet, or Redis down: report nothing
+	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
+	defer cancel()
+	q := c.queue
+	var (
+		lists = map[string]string{"pending": asynqPendingKey(q), "active": asynqActiveKey(q)}
+		sets  = map[string]string{"scheduled": asynqScheduledKey(q), "retry": asynqRetryKey(q),
+			"archived": asynqArchivedKey(q), "completed": asynqCompletedKey(q)}
+		sizes = make(map[string]*redis.IntCmd, len(lists)+len(sets))
+	)
+	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for state, key := range lists {
+			sizes[state] = p.LLen(ctx, key)
+		}
+		for state, key := range sets {
+			sizes[state] = p.ZCard(ctx, key)
+		}
+		return nil
+	}); err != nil {
+		return // Redis down or stalled: report nothing rather than zeros
 	}
-	for state, n := range map[string]int{
-		"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
-		"retry": info.Retry, "archived": info.Archived, "completed": info.Completed,
-	} {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), c.queue, state)
+	for state, n := range sizes {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Val()), q, state)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -54,7 +55,10 @@ func TestAllRunsAScheduleEndToEnd(t *testing.T) {
 	runEndToEnd(t, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--log-level", "warn")
 }
 
-func runEndToEnd(t *testing.T, args ...string) {
+// startInProcess runs a chronos command in this process until the test
+// ends (which must see it exit cleanly) and returns a request helper
+// against its HTTP address.
+func startInProcess(t *testing.T, args ...string) func(method, path, body string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -75,8 +79,7 @@ func runEndToEnd(t *testing.T, args ...string) {
 		cancel()
 		require.NoError(t, <-done)
 	})
-
-	req := func(method, path, body string) (int, string) {
+	return func(method, path, body string) (int, string) {
 		r, err := http.NewRequest(method, base+path, strings.NewReader(body))
 		require.NoError(t, err)
 		r.Header.Set("Content-Type", "application/json")
@@ -86,6 +89,11 @@ func runEndToEnd(t *testing.T, args ...string) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+}
+
+func runEndToEnd(t *testing.T, args ...string) {
+	t.Helper()
+	req := startInProcess(t, args...)
 	code, body := req(http.MethodPut, "/workflows/hello/versions/1", `{"nodes":[{"id":"say-hi"}]}`)
 	require.Equal(t, http.StatusOK, code, body)
 	code, body = req(http.MethodPost, "/schedules/upsert",
@@ -120,6 +128,49 @@ func runEndToEnd(t *testing.T, args ...string) {
 	}
 	code, _ = req(http.MethodGet, "/healthz", "")
 	require.Equal(t, http.StatusOK, code)
+}
+
+// While Redis stalls, probes and scrapes answer within their own bounds:
+// /readyz within READY_TIMEOUT (2 s) with a 503, /metrics well inside
+// Prometheus's 10 s scrape timeout (without the queue depth), rather
+// than after go-redis's socket timeouts.
+func TestProbesAndMetricsAnswerWhileRedisStalls(t *testing.T) {
+	t.Parallel()
+	proxy := queuetest.StartProxy(t, queuetest.StartRedis(t).Addr)
+	req := startInProcess(t, "api", "--redis-url", "redis://"+proxy.Addr, "--http-addr", "127.0.0.1:0", "--log-level", "error")
+	code, body := req(http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = req(http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "chronos_queue_depth")
+
+	proxy.Freeze(true)
+	defer proxy.Freeze(false) // let the process stop cleanly
+	began := time.Now()
+	code, _ = req(http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Less(t, time.Since(began), 4*time.Second, "/readyz against a stalled Redis")
+	began = time.Now()
+	code, body = req(http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Less(t, time.Since(began), 4*time.Second, "/metrics against a stalled Redis")
+	require.NotContains(t, body, "chronos_queue_depth")
+}
+
+// chronos dev's embedded Redis keeps a manual run centuries ahead as a
+// real one does (an EXPIRE of more than 2^63 ns overflowed miniredis: the
+// record vanished at once, the API answered 404 and then 409 for ever).
+func TestDevKeepsAManualRunCenturiesAhead(t *testing.T) {
+	t.Parallel()
+	req := startInProcess(t, "dev", "--http-addr", "127.0.0.1:0", "--log-level", "error")
+	code, body := req(http.MethodPut, "/workflows/w/versions/1", `{"nodes":[]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	start := `{"workflow_id":"w","version":1,"user_id":"u","scheduled_for":"2400-01-01T00:00:00Z"}`
+	for _, started := range []bool{true, false} {
+		code, body = req(http.MethodPost, "/run-launcher/start", start)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, fmt.Sprintf(`"started":%v`, started))
+	}
 }
 
 func TestMissingRedisURLIsExplained(t *testing.T) {

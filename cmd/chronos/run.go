@@ -300,6 +300,7 @@ func newRedis(raw string) (redis.UniversalClient, error) {
 		}
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: master, SentinelAddrs: strings.Split(hosts, ","), Password: password, DB: db,
+			ContextTimeoutEnabled: true,
 		}), nil
 	}
 	opt, err := redis.ParseURL(raw)
@@ -309,6 +310,10 @@ func newRedis(raw string) (redis.UniversalClient, error) {
 		}
 		return nil, fmt.Errorf("REDIS_URL %q: %w", redactURL(raw), err)
 	}
+	// Context deadlines bound socket I/O too, not only the wait for a
+	// connection: /readyz, a scrape, a lease renewal give up on a stalled
+	// Redis when their own deadline says, not after ReadTimeout and retries.
+	opt.ContextTimeoutEnabled = true
 	return redis.NewClient(opt), nil
 }
 

@@ -24,7 +24,10 @@ if task_live(ARGV[5] .. ARGV[1]) then
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
   'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('SET', KEYS[6], '1', 'EX', ARGV[4])
+-- An absolute expiry from Redis's own clock: the same as EXPIRE, but a
+-- TTL centuries long overflows some Redis emulations (miniredis).
+local expire_at = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[4])
+redis.call('EXPIREAT', KEYS[1], expire_at)
+redis.call('SET', KEYS[6], '1', 'EXAT', expire_at)
 enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], ARGV[6], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return 1

@@ -1,0 +1,96 @@
+package queuetest
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Proxy forwards TCP connections to a Redis and misbehaves on demand as a
+// network does: Freeze holds every byte in both directions (Redis stalled:
+// SIGSTOP, a long fork, a partition), DropNextReply loses the next reply
+// Redis sends and closes that connection (the command ran; go-redis sends
+// it again on a new connection).
+type Proxy struct {
+	Addr   string
+	frozen atomic.Bool
+	drop   atomic.Bool
+	closed atomic.Bool
+}
+
+// StartProxy listens on a free loopback port and forwards to target until
+// the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: ln.Addr().String()}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		p.closed.Store(true)
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, client, server)
+			mu.Unlock()
+			wg.Go(func() { p.pipe(server, client, false) })
+			wg.Go(func() { p.pipe(client, server, true) })
+		}
+	})
+	return p
+}
+
+// Freeze holds (true) or lets through (false) every byte from now on.
+func (p *Proxy) Freeze(on bool) { p.frozen.Store(on) }
+
+// DropNextReply loses the next bytes Redis sends on any connection, and
+// closes that connection.
+func (p *Proxy) DropNextReply() { p.drop.Store(true) }
+
+func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for n > 0 && p.frozen.Load() && !p.closed.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 && replies && p.drop.CompareAndSwap(true, false) {
+			return
+		}
+		if n > 0 {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -606,6 +607,54 @@ func TestHistoryIsBoundedButKeepsRunsStillQueued(t *testing.T) {
 	b.runUntil(t, start.Add(21*time.Minute), time.Minute)
 	_, _, err = b.store.GetRun(context.Background(), pending)
 	require.ErrorIs(t, err, queue.ErrNotFound)
+}
+
+// The history stays bounded when a schedule plans more runs per commit
+// than a commit used to trim (a per-second schedule with a 30 s tick),
+// and when runs left ENQUEUED whose tasks are gone (deleted from asynqmon)
+// sit at its oldest end: no launcher will record them.
+func TestHistoryStaysBoundedWithManyRunsPerTickAndRunsWithoutTasks(t *testing.T) {
+	t.Parallel()
+	const keep = 10
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		tick      time.Duration
+		lookahead time.Duration
+	}{{"30 runs a tick", 30 * time.Second, 0}, {"tasks deleted", time.Second, time.Minute}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, &Config{TickInterval: tc.tick, MisfireGrace: time.Minute}, &queue.Config{RunHistory: keep, Lookahead: tc.lookahead})
+			b.upsert(t, model.ScheduleRecord{ID: "ps", CronExpr: "* * * * * *"})
+			if tc.lookahead > 0 {
+				b.tickAll(t) // a minute of runs enqueued ahead, in asynq's scheduled set (asynq reads the real clock)
+				n, err := asynq.NewInspectorFromRedisClient(b.rdb).DeleteAllScheduledTasks(queue.QueueNameDefault)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, n, 50)
+			}
+			for b.clock.Now().Before(start.Add(10 * time.Minute)) {
+				b.clock.Advance(tc.tick)
+				b.tickAll(t)
+				runs, err := b.store.ListRuns(ctx, "ps", 100000)
+				require.NoError(t, err)
+				for _, r := range runs { // launchers keep up with every run that has a task
+					live := b.rdb.Exists(ctx, "asynq:{chronos}:t:"+r.IdempotencyKey).Val() == 1
+					if r.Status == model.RunEnqueued && !r.RunAt.After(b.clock.Now()) && live {
+						b.report(t, "ps", r.IdempotencyKey, model.RunSuccess)
+					}
+				}
+			}
+			// At most the history kept, the runs enqueued ahead and one
+			// tick's runs.
+			bound := keep + int(tc.lookahead/time.Second) + int(tc.tick/time.Second)
+			runs, err := b.store.ListRuns(ctx, "ps", 100000)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(runs), bound)
+			keys, err := b.rdb.Keys(ctx, "chronos:*:run:*").Result()
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(keys), bound, "run records kept")
+		})
+	}
 }
 
 // Catch-up after downtime plans more runs per tick than the history

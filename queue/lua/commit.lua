@@ -129,17 +129,25 @@ for p = 1, tonumber(ARGV[7]) do
       redis.call('ZADD', KEYS[2], deadline, id)
     end
     -- Trim the oldest runs beyond the history kept, except the one in
-    -- flight and those still ENQUEUED: their tasks wait in asynq, and
-    -- their launcher must be able to record them. (STARTED runs are
-    -- trimmed: an executor that never reports would keep them for ever.)
-    -- At most trimScan are looked at per commit.
+    -- flight and those ENQUEUED whose tasks wait in asynq: their launcher
+    -- must be able to record them. (STARTED runs are trimmed: an executor
+    -- that never reports would keep them for ever; so are ENQUEUED ones
+    -- whose tasks are gone, deleted or archived: no launcher comes.) A
+    -- commit removes more runs than it adds, stepping over those kept,
+    -- and looks at no more than 4 times that.
     local n = redis.call('ZCARD', hkey)
     if n > keep then
-      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, trimScan) - 1)) do
+      local want = math.max(trimScan, nRuns + 1)
+      local removed = 0
+      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, 4 * want) - 1)) do
+        if removed == want then
+          break
+        end
         local rkey = pfx .. 'run:' .. k
-        if k ~= inflight and redis.call('HGET', rkey, 'st') ~= 'ENQUEUED' then
+        if k ~= inflight and (redis.call('HGET', rkey, 'st') ~= 'ENQUEUED' or not task_live(tpfx .. k)) then
           redis.call('DEL', rkey)
           redis.call('ZREM', hkey, k)
+          removed = removed + 1
         end
       end
     end

@@ -8,9 +8,11 @@
 // shard share the hash tag "{sNN}":
 //
 //	chronos:{s07}:due            ZSET  schedule id -> act time (ms); +inf when paused, held or retired
-//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held
+//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held, rel, rs (resumed at, ms)
 //	chronos:{s07}:runs:<id>      ZSET  idempotency key -> run_at (ms), the last N runs
 //	chronos:{s07}:run:<key>      HASH  one run record (see runFields)
+//	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
+//	chronos:{chronos}:manual:<key> STRING a manual run's mark on its key, as long as its record (manual_run.lua)
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run
 //	chronos:{s07}:lease          STRING redsync lock of the shard
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON

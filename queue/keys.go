@@ -30,6 +30,7 @@ func versionsKey(s int) string            { return shardPrefix(s) + "vers" }
 func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
 func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + id }
 func historyKey(s int, id string) string  { return shardPrefix(s) + "runs:" + id }
+func deletedKey(s int, id string) string  { return shardPrefix(s) + "deleted:" + id }
 func runKey(s int, key string) string     { return shardPrefix(s) + "run:" + key }
 
 // manualKeyPrefix prefixes the marks of the idempotency keys manual runs

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -224,7 +225,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q),
 			manualKeyPrefix(q) + m.IdempotencyKey},
 		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64(s.cfg.RunRetention/time.Second)+max(m.ScheduledFor.Unix()-now.Unix(), 0), // Sub would saturate centuries ahead
-		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt).Int()
+		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -272,8 +273,8 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
 	n, err := deleteScript.Run(ctx, s.rdb,
-		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id)},
-		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second)).Int()
+		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id)},
+		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text()).Int()
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}

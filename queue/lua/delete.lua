@@ -6,11 +6,20 @@
 -- KEYS[4] -> run history zset of the schedule
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> run key prefix ("chronos:{sNN}:run:")
+-- KEYS[5] -> the schedule's deletion mark
 -- ARGV[3] -> retention of the run records, seconds
+-- ARGV[4] -> this call's nonce
 -- Output: 1 deleted, 0 not found
+-- The mark (the nonce, kept a minute) tells this call's script run again
+-- by the client after a lost reply that the schedule it finds gone is the
+-- one it deleted.
 if redis.call('DEL', KEYS[1]) == 0 then
+  if redis.call('GET', KEYS[5]) == ARGV[4] then
+    return 1
+  end
   return 0
 end
+redis.call('SET', KEYS[5], ARGV[4], 'EX', 60)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do

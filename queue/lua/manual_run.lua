@@ -15,15 +15,21 @@
 -- ARGV[6] -> now, unix ns
 -- ARGV[7] -> asynq message
 -- ARGV[8] -> process_at unix s ("0" = now)
+-- ARGV[9] -> this call's nonce, kept in the record (req): this call's
+--            script run again by the client after a lost reply finds the
+--            run it created
 -- Output: 1 created, 0 already exists, 2 a live task (another run's) holds the key
 if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'req') == ARGV[9] then
+    return 1
+  end
   return 0
 end
 if task_live(ARGV[5] .. ARGV[1]) then
   return 2
 end
 redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
-  'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual')
+  'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual', 'req', ARGV[9])
 -- An absolute expiry from Redis's own clock: the same as EXPIRE, but a
 -- TTL centuries long overflows some Redis emulations (miniredis).
 local expire_at = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[4])

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
@@ -52,6 +54,19 @@ type PermanentError struct{ Err error }
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
+// RetryAfterError is an executor failure to retry no sooner than After
+// (an HTTP executor's Retry-After), however short the backoff.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// maxRetryAfter bounds how long an executor's Retry-After delays a retry.
+const maxRetryAfter = time.Hour
+
 // LogExecutor is the demo executor of chronos dev: it logs each run and
 // reports success.
 type LogExecutor struct{ Logger *slog.Logger }
@@ -72,8 +87,9 @@ func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
 // gave up on at EXECUTOR_TIMEOUT): the executor has the run, so it is
 // STARTED too (retrying could run out of attempts and fail a run that is
 // being started). 408, 429 and 5xx answers and transport errors are
-// retried by asynq with backoff; other 4xx answers and redirects fail the
-// run at once.
+// retried by asynq with backoff, or after their Retry-After if that is
+// longer (up to an hour); other 4xx answers and redirects fail the run at
+// once.
 type HTTPExecutor struct {
 	URL    string
 	Client *http.Client
@@ -119,10 +135,14 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 		return Result{}, nil // STARTED: see above
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err := fmt.Errorf("executor answered %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
+		text := strings.ToValidUTF8(string(b[:min(len(b), 300)]), "")
+		err := fmt.Errorf("executor answered %s: %s", resp.Status, strings.TrimSpace(text))
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 &&
 			resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
 			return Result{}, &PermanentError{err}
+		}
+		if after, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			return Result{}, &RetryAfterError{Err: err, After: after}
 		}
 		return Result{}, err
 	}
@@ -131,6 +151,20 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 		_ = json.Unmarshal(b, &r) // a body that isn't ours just means "started"
 	}
 	return r, nil
+}
+
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(h string) (time.Duration, bool) {
+	if h == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(h, 10, 64); err == nil && secs >= 0 {
+		return time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second, true
+	}
+	if at, err := http.ParseTime(h); err == nil {
+		return min(max(time.Until(at), 0), maxRetryAfter), true
+	}
+	return 0, false
 }
 
 // isPermanent reports whether err should not be retried.

@@ -107,9 +107,14 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	return l, nil
 }
 
-// retryDelay backs off exponentially from 1s to 5 minutes.
-func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
-	return min(time.Second<<min(n, 20), 5*time.Minute)
+// retryDelay backs off exponentially from 1s to 5 minutes, or longer
+// when the executor said when to come back (RetryAfterError).
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	d := min(time.Second<<min(n, 20), 5*time.Minute)
+	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
+		d = max(d, ra.After)
+	}
+	return d
 }
 
 // Start starts processing tasks and returns. Call it once.

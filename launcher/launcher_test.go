@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
@@ -170,6 +171,36 @@ func TestHTTPExecutorRetriesThenFails(t *testing.T) {
 	require.Contains(t, run.Error, "after 2 attempts")
 	require.Contains(t, run.Error, "503")
 	require.Equal(t, 2, calls())
+}
+
+// A rate-limited or unavailable executor's Retry-After (seconds or an
+// HTTP date) delays the retry at least that long, up to maxRetryAfter: the
+// backoff alone could spend every attempt before the executor is back. Its
+// error text is cut at a rune boundary.
+func TestHTTPExecutorRetryAfterDelaysTheRetry(t *testing.T) {
+	t.Parallel()
+	ex := func(status int, retryAfter, body string) error {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}))
+		defer srv.Close()
+		_, err := NewHTTPExecutor(srv.URL, 5*time.Second, 1).Execute(context.Background(), Request{Meta: Meta{IdempotencyKey: "k"}})
+		require.Error(t, err)
+		return err
+	}
+	require.Equal(t, 90*time.Second, retryDelay(0, ex(http.StatusTooManyRequests, "90", ""), nil))
+	require.Equal(t, 4*time.Second, retryDelay(2, ex(http.StatusServiceUnavailable, "1", ""), nil), "the backoff when longer")
+	require.Equal(t, maxRetryAfter, retryDelay(0, ex(http.StatusServiceUnavailable, "86400", ""), nil))
+	date := time.Now().Add(2 * time.Minute).UTC().Format(http.TimeFormat)
+	require.InDelta(t, 2*time.Minute, retryDelay(0, ex(http.StatusServiceUnavailable, date, ""), nil), float64(2*time.Second))
+	require.Equal(t, time.Second, retryDelay(0, ex(http.StatusServiceUnavailable, "soon", ""), nil), "an unreadable one is ignored")
+
+	err := ex(http.StatusBadGateway, "", strings.Repeat("é", 400))
+	require.True(t, utf8.ValidString(err.Error()), "error text cut inside a rune: %q", err.Error())
 }
 
 func TestNoRetryFailsOnFirstError(t *testing.T) {

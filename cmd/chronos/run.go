@@ -160,7 +160,9 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR=%s: %w (is another process using it?)", p.common.HTTPAddr, err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	// A client that trickles its request, or keeps an idle connection,
+	// doesn't hold a connection for ever (requests are small JSON bodies).
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	// The deferred stops run in reverse: scheduler, launcher, then HTTP,

@@ -119,7 +119,7 @@ func (o object) timestamp(name string) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
 	}
-	t, err := parseTime(name, s)
+	t, err := ParseTime(name, s)
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +139,11 @@ func (o object) version(name string) (model.Version, error) {
 	return ver, nil
 }
 
-// parseTime parses an RFC 3339 time into UTC. The instant must lie in
+// ParseTime parses an RFC 3339 time into UTC (field names it in errors). The instant must lie in
 // years 1 to 9999 UTC: "9999-12-31T23:59:59-05:00" parses, but its UTC
 // form can't be written back as RFC 3339, so storing it would make every
 // later read of the record fail.
-func parseTime(field, s string) (time.Time, error) {
+func ParseTime(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}, fieldError(field, "invalid RFC 3339 time %q, want e.g. \"2026-01-01T00:00:00Z\"", s)

@@ -40,7 +40,7 @@ func (s *server) preview(c echo.Context) error {
 	}
 	after := s.store.Clock().Now().UTC()
 	if a := c.QueryParam("after"); a != "" {
-		if after, err = parseTime("after", a); err != nil {
+		if after, err = ParseTime("after", a); err != nil {
 			return err
 		}
 	}

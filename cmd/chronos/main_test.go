@@ -33,6 +33,8 @@ func TestPreviewCommandRejectsBadInput(t *testing.T) {
 		{"preview", "--cron", "61 * * * *"},
 		{"preview", "--cron", "* * * * *", "--tz", "Mars/Base"},
 		{"preview", "--cron", "* * * * *", "--after", "yesterday"},
+		{"preview", "--cron", "* * * * *", "--after", "9999-12-31T23:59:00-05:00"}, // year 10000 in UTC
+		{"preview", "--cron", "* * * * *", "--after", "0000-06-01T00:00:00Z"},
 		{"preview", "--cron", "* * * * *", "--count", "0"},
 		{"preview", "--cron", "*/5 * * * *", "--dialect", "posix"},
 	} {

@@ -22,9 +22,9 @@ type PreviewCmd struct {
 func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 	after := time.Now()
 	if c.After != "" {
-		t, err := time.Parse(time.RFC3339, c.After)
+		t, err := api.ParseTime("--after", c.After)
 		if err != nil {
-			return fmt.Errorf("--after %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", c.After)
+			return err
 		}
 		after = t
 	}

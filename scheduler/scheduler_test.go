@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
-	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 

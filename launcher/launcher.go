@@ -225,10 +225,11 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	}})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
-			// The launcher is stopping and asynq has put the task back
-			// in the queue: another launcher starts the run again (with
-			// the same idempotency key). Not a failed attempt.
-			l.logger.InfoContext(ctx, "executor call cut short by shutdown; the run goes back to the queue",
+			// The launcher is stopping (asynq puts the task back in the
+			// queue) or the task was cancelled from the dashboard (asynq
+			// retries it): the run is started again, with the same
+			// idempotency key. Not a failed attempt of the executor.
+			l.logger.InfoContext(ctx, "executor call cut short (launcher stopping, or task cancelled from the dashboard); the run will be started again",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
 			return err
 		}

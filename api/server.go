@@ -227,7 +227,7 @@ func (s *server) healthz(c echo.Context) error {
 func (s *server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.ReadyTimeout)
 	defer cancel()
-	if err := s.store.Redis().Ping(ctx).Err(); err != nil {
+	if err := s.store.Ping(ctx); err != nil {
 		return &statusError{status: http.StatusServiceUnavailable, code: CodeUnavailable,
 			message: "redis is not reachable", cause: err}
 	}

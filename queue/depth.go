@@ -47,15 +47,19 @@ func (c *DepthCollector) Collect(ch chan<- prometheus.Metric) {
 			"archived": asynqArchivedKey(q), "completed": asynqCompletedKey(q)}
 		sizes = make(map[string]*redis.IntCmd, len(lists)+len(sets))
 	)
-	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for state, key := range lists {
-			sizes[state] = p.LLen(ctx, key)
-		}
-		for state, key := range sets {
-			sizes[state] = p.ZCard(ctx, key)
-		}
-		return nil
-	}); err != nil {
+	err := bounded(ctx, func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for state, key := range lists {
+				sizes[state] = p.LLen(ctx, key)
+			}
+			for state, key := range sets {
+				sizes[state] = p.ZCard(ctx, key)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return // Redis down or stalled: report nothing rather than zeros
 	}
 	for state, n := range sizes {

@@ -58,6 +58,27 @@ func (s *Store) Clock() Clock { return s.clock }
 // Redis returns the underlying client.
 func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 
+// Ping checks that Redis answers, giving up when ctx ends.
+func (s *Store) Ping(ctx context.Context) error {
+	return bounded(ctx, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() })
+}
+
+// bounded runs fn, a Redis call, and returns its error, or ctx's as soon
+// as ctx ends: go-redis waits for its own socket timeouts and retries
+// (seconds) whatever the context's deadline (see newRedis in
+// cmd/chronos), and a probe or a scrape must answer within its own. fn
+// goes on in the background until go-redis gives up.
+func bounded(ctx context.Context, fn func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (s *Store) shard(id string) int { return ShardOf(id, s.cfg.Shards) }
 
 // ms is the store's time encoding: Unix milliseconds.

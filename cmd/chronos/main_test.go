@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
@@ -157,6 +158,33 @@ func TestProbesAndMetricsAnswerWhileRedisStalls(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Less(t, time.Since(began), 4*time.Second, "/metrics against a stalled Redis")
 	require.NotContains(t, body, "chronos_queue_depth")
+}
+
+// A replica taking a free shard while Redis is busy for a second (a long
+// script, a fork) gets the lease once Redis answers: redsync bounds an
+// acquire by 5% of LEASE_TTL, and a client that cut the socket at that
+// deadline would leave the lease taken in Redis by no replica.
+func TestLeaseAcquireWaitsOutABusyRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := queuetest.StartRedis(t)
+	rdb, err := newRedis(r.URL) // the client chronos builds
+	require.NoError(t, err)
+	t.Cleanup(func() { rdb.Close() })
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	busy := r.Client(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- busy.Eval(ctx, `local s = redis.call('TIME')
+			repeat local n = redis.call('TIME') until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 1000000
+			return 1`, nil).Err()
+	}()
+	time.Sleep(100 * time.Millisecond)
+	lease, err := store.NewLeases(5*time.Second).TryAcquire(ctx, 0)
+	require.NoError(t, <-done)
+	require.NoError(t, err)
+	require.NotNil(t, lease)
 }
 
 // chronos dev's embedded Redis keeps a manual run centuries ahead as a

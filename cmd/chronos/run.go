@@ -302,7 +302,6 @@ func newRedis(raw string) (redis.UniversalClient, error) {
 		}
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: master, SentinelAddrs: strings.Split(hosts, ","), Password: password, DB: db,
-			ContextTimeoutEnabled: true,
 		}), nil
 	}
 	opt, err := redis.ParseURL(raw)
@@ -312,10 +311,11 @@ func newRedis(raw string) (redis.UniversalClient, error) {
 		}
 		return nil, fmt.Errorf("REDIS_URL %q: %w", redactURL(raw), err)
 	}
-	// Context deadlines bound socket I/O too, not only the wait for a
-	// connection: /readyz, a scrape, a lease renewal give up on a stalled
-	// Redis when their own deadline says, not after ReadTimeout and retries.
-	opt.ContextTimeoutEnabled = true
+	// ContextTimeoutEnabled stays off: redsync bounds a lease acquire by
+	// 5% of LEASE_TTL, and a deadline that cut the socket would leave a
+	// lease taken in Redis but not by the caller behind a short stall.
+	// Callers that must answer in time (probes, scrapes) bound their wait
+	// themselves (queue.Store.Ping).
 	return redis.NewClient(opt), nil
 }
 

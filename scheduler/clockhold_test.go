@@ -51,3 +51,41 @@ func TestShardLoopsDoNotSpinWhileTheClockHoldsStill(t *testing.T) {
 	// plus lease and heartbeat work: well under 200.
 	require.Less(t, a-b, 200, "Redis commands in 2 s with 4 shards and TICK_MS=1000 while the clock holds still")
 }
+
+// Once the clock moves again after holding still, the loop ticks on every
+// boundary: had it moved its boundary on at each tick while the clock held
+// (waits of 1, 2, 3… ticks), it would sleep long past the boundaries that
+// come, and runs due then would be found late, judged missed.
+func TestTicksResumeOnEveryBoundaryAfterTheClockHeldStill(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	clock := queue.NewRedisClock((&queuetest.Redis{Addr: mr.Addr()}).Client(t))
+	mr.SetTime(time.Now())
+	require.NoError(t, clock.Sync(context.Background()))
+	clock.Now()
+	const hold = 3 * time.Second
+	mr.SetTime(time.Now().Add(-hold)) // Redis TIME steps back: the clock holds still 3 s
+	require.NoError(t, clock.Sync(context.Background()))
+	resumes := time.Now().Add(hold)
+
+	const tick = 100 * time.Millisecond
+	s := &Scheduler{clock: clock, cfg: Config{TickInterval: tick}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var ticks []time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.onTicks(ctx, func() {
+			if time.Now().After(resumes) {
+				ticks = append(ticks, clock.Now())
+			}
+		})
+	}()
+	time.Sleep(hold + 2*time.Second)
+	cancel()
+	<-done
+	require.Greater(t, len(ticks), 5)
+	for i := 1; i < len(ticks); i++ {
+		require.LessOrEqual(t, ticks[i].Sub(ticks[i-1]), 2*tick, "ticks %d and %d after the clock moved again", i-1, i)
+	}
+}

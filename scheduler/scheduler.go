@@ -319,15 +319,17 @@ const tickPhase = 2 * time.Millisecond
 // interval on the shared clock (plus tickPhase) after the boundary last
 // waited for, and that boundary. Fire times fall on whole seconds, so
 // with the default 1 s tick a run is picked up milliseconds after it is
-// due instead of anywhere up to a tick later. A shared clock held still
-// (queue.RedisClock never runs backwards) would otherwise give the same
-// short wait again and again: a loop spinning against Redis.
+// due instead of anywhere up to a tick later. While the shared clock
+// holds still (queue.RedisClock never runs backwards) the loop ticks once
+// a tick of real time and keeps waiting for the same boundary: the short
+// wait to it, read again and again, would spin against Redis, and moving
+// the boundary on would leave the loop asleep long after the clock moves.
 func (s *Scheduler) untilNextTick(last time.Time) (time.Duration, time.Time) {
 	tick := s.cfg.TickInterval
 	now := s.clock.Now()
 	next := now.Add(tick - time.Duration(now.UnixNano()%int64(tick)))
 	if !next.After(last) {
-		next = last.Add(tick)
+		return tick, last
 	}
 	return next.Sub(now) + tickPhase, next
 }

@@ -326,6 +326,25 @@ func TestRunTimeoutReleasesSchedule(t *testing.T) {
 	require.Equal(t, model.RunEnqueued, runs[2].Status)
 }
 
+// A "queue" run held behind one that RUN_TIMEOUT failed before any
+// launcher started it (every launcher down) was missed as well: catchup
+// none drops it rather than start it minutes late.
+func TestARunHeldBehindARunThatTimedOutUnstartedFollowsTheCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &Config{RunTimeout: 5 * time.Minute}, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "qn", CronExpr: "* * * * *",
+		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone})
+	b.runUntil(t, start.Add(6*time.Minute+30*time.Second), 5*time.Second)
+	runs, err := b.store.ListRuns(context.Background(), rec.ID, 100)
+	require.NoError(t, err)
+	byTime := map[time.Time]*model.Run{}
+	for _, r := range runs {
+		byTime[r.RunAt] = r
+	}
+	require.Equal(t, model.RunFailed, byTime[start.Add(time.Minute)].Status, "00:01 timed out")
+	require.NotContains(t, byTime, start.Add(2*time.Minute), "00:02, held behind a run that never started, was enqueued late")
+}
+
 func TestCatchupPolicies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -20,7 +20,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
       out[#out + 1] = inflight
     end
-    release(skey, id, KEYS[1], KEYS[2], true)
+    -- A run that never started (no launcher took it) did not run: a run
+    -- held behind it was missed too, and follows the catch-up policy.
+    release(skey, id, KEYS[1], KEYS[2], st == 'STARTED' or st == 'SUCCESS' or st == 'FAILED')
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -674,6 +676,35 @@ func TestHistoryStaysBoundedWithManyRunsPerTickAndRunsWithoutTasks(t *testing.T)
 			require.LessOrEqual(t, len(keys), bound, "run records kept")
 		})
 	}
+}
+
+// With every launcher down, the oldest runs of a per-second schedule are
+// all ENQUEUED with their tasks waiting: kept. A commit looks at a
+// bounded number of them (trimScan), not at every run it could trim.
+func TestTrimmingLooksAtFewRunsWhileLaunchersAreDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil, &queue.Config{RunHistory: 20})
+	const n = 50
+	for i := range n {
+		b.upsert(t, model.ScheduleRecord{ID: fmt.Sprintf("s%03d", i), CronExpr: "* * * * * *"})
+	}
+	b.runUntil(t, start.Add(2*time.Minute), time.Second)
+	hgets := func() int64 {
+		stats, err := b.rdb.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		_, rest, _ := strings.Cut(stats, "cmdstat_hget:calls=")
+		calls, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		require.NoError(t, err)
+		return v
+	}
+	before := hgets()
+	b.runUntil(t, start.Add(2*time.Minute+10*time.Second), time.Second)
+	perCommit := float64(hgets()-before) / (n * 10)
+	// 2 per run looked at (status, task state), trimScan runs, plus the
+	// commit's own few.
+	require.LessOrEqual(t, perCommit, 45.0, "HGETs per schedule per commit")
 }
 
 // Catch-up after downtime plans more runs per tick than the history

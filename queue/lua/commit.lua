@@ -133,14 +133,15 @@ for p = 1, tonumber(ARGV[7]) do
     -- must be able to record them. (STARTED runs are trimmed: an executor
     -- that never reports would keep them for ever; so are ENQUEUED ones
     -- whose tasks are gone, deleted or archived: no launcher comes.) A
-    -- commit removes more runs than it adds, stepping over those kept,
-    -- and looks at no more than 4 times that.
+    -- commit removes more runs than it adds, stepping over up to trimScan
+    -- runs it keeps (when every launcher is down, all of the oldest are
+    -- kept: a commit then looks at trimScan of them, no more).
     local n = redis.call('ZCARD', hkey)
     if n > keep then
       local want = math.max(trimScan, nRuns + 1)
-      local removed = 0
-      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, 4 * want) - 1)) do
-        if removed == want then
+      local removed, kept = 0, 0
+      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, want + trimScan) - 1)) do
+        if removed == want or kept == trimScan then
           break
         end
         local rkey = pfx .. 'run:' .. k
@@ -148,6 +149,8 @@ for p = 1, tonumber(ARGV[7]) do
           redis.call('DEL', rkey)
           redis.call('ZREM', hkey, k)
           removed = removed + 1
+        else
+          kept = kept + 1
         end
       end
     end

@@ -64,8 +64,11 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// maxRetryAfter bounds how long an executor's Retry-After delays a retry.
-const maxRetryAfter = time.Hour
+// maxRetryAfter bounds how long an executor's Retry-After delays a retry:
+// the longest backoff, well inside RUN_TIMEOUT and LAUNCH_GRACE's
+// defaults (a skip/queue run waiting an hour for its retry would be
+// failed by RUN_TIMEOUT meanwhile).
+const maxRetryAfter = 5 * time.Minute
 
 // LogExecutor is the demo executor of chronos dev: it logs each run and
 // reports success.
@@ -88,8 +91,8 @@ func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
 // STARTED too (retrying could run out of attempts and fail a run that is
 // being started). 408, 429 and 5xx answers and transport errors are
 // retried by asynq with backoff, or after their Retry-After if that is
-// longer (up to an hour); other 4xx answers and redirects fail the run at
-// once.
+// longer (up to 5 minutes); other 4xx answers and redirects fail the run
+// at once.
 type HTTPExecutor struct {
 	URL    string
 	Client *http.Client

@@ -160,9 +160,10 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR=%s: %w (is another process using it?)", p.common.HTTPAddr, err)
 	}
-	// A client that trickles its request, or keeps an idle connection,
-	// doesn't hold a connection for ever (requests are small JSON bodies).
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	// An idle keep-alive connection is closed after 2 minutes. (No
+	// ReadTimeout: net/http cancels a request's context when it expires,
+	// which would cut /debug/pprof/profile and asynqmon's long calls.)
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	// The deferred stops run in reverse: scheduler, launcher, then HTTP,

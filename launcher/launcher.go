@@ -150,6 +150,20 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		l.logger.ErrorContext(ctx, "dropping malformed run task", "err", err)
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
+	// asynq's servers move runs enqueued ahead to the pending list by this
+	// host's clock: on a host whose clock is ahead of Redis's, a run comes
+	// early. It never starts before its time on the shared clock.
+	if early := p.FireAt.Sub(l.store.Clock().Now()); early > 0 {
+		if early > time.Second {
+			l.logger.WarnContext(ctx, "run taken before its time: this host's clock is ahead of Redis's (check NTP); waiting for it",
+				"idempotency_key", p.IdempotencyKey, "early", early)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(early):
+		}
+	}
 	started := l.store.Clock().Now()
 
 	st, err := l.store.LoadLaunch(ctx, p)

@@ -554,6 +554,57 @@ func TestRetryLateAfterItsBackoffIsMissed(t *testing.T) {
 	require.Equal(t, int32(1), ex.calls.Load())
 }
 
+// A launcher whose host clock is ahead of Redis's (here 5 s) gets runs
+// enqueued ahead from asynq early (asynq forwards them by the host's
+// clock); it still starts none before its time on the shared clock.
+func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	clock := behindClock{by: 5 * time.Second}
+	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 1, Lookahead: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	rec := &model.ScheduleRecord{ID: "every-second", CronExpr: "* * * * * *", Target: model.TargetWorkflow,
+		WorkflowID: "wf", Version: "1", UserID: "u", OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
+	require.NoError(t, rec.Validate())
+	_, err = store.UpsertSchedule(ctx, rec)
+	require.NoError(t, err)
+	sched, err := scheduler.New(store, nil, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, sched.TickShard(ctx, 0)) // the next minute's runs, enqueued ahead
+
+	var mu sync.Mutex
+	var calls, early int
+	ex := executorFunc(func(_ context.Context, r Request) (Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if clock.Now().Before(r.Meta.ScheduledFor) {
+			early++
+		}
+		return Result{Status: model.RunSuccess}, nil
+	})
+	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second, Concurrency: 20}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	time.Sleep(3 * time.Second)
+	l.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, calls)
+	require.Zero(t, early, "runs started before their time on the shared clock, of %d", calls)
+}
+
+// behindClock is Redis's clock seen from a host whose clock is by ahead.
+type behindClock struct{ by time.Duration }
+
+func (c behindClock) Now() time.Time { return time.Now().Add(-c.by) }
+
+type executorFunc func(context.Context, Request) (Result, error)
+
+func (f executorFunc) Execute(ctx context.Context, r Request) (Result, error) { return f(ctx, r) }
+
 // flakyExecutor fails its first fail calls with a retryable error, calling
 // onFail each time, then succeeds.
 type flakyExecutor struct {

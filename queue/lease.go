@@ -30,9 +30,13 @@ type Lease struct {
 	Shard int
 	mu    *redsync.Mutex
 	// until mirrors mu.Until() for readers on other goroutines: only the
-	// owner goroutine calls mu's methods.
-	until atomic.Int64
+	// owner goroutine calls mu's methods. A time.Time, not Unix
+	// nanoseconds, so that it keeps Go's monotonic reading: a step of the
+	// host's wall clock must not stretch or cut a lease.
+	until atomic.Pointer[time.Time]
 }
+
+func (l *Lease) setUntil(t time.Time) { l.until.Store(&t) }
 
 // TryAcquire takes shard's lease if it is free; (nil, nil) when another
 // holder has it.
@@ -46,7 +50,7 @@ func (l *Leases) TryAcquire(ctx context.Context, shard int) (*Lease, error) {
 		return nil, fmt.Errorf("acquire lease of shard %d: %w", shard, err)
 	}
 	l2 := &Lease{Shard: shard, mu: mu}
-	l2.until.Store(mu.Until().UnixNano())
+	l2.setUntil(mu.Until())
 	return l2, nil
 }
 
@@ -60,13 +64,13 @@ func (l *Lease) Extend(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("extend lease of shard %d: %w", l.Shard, err)
 	}
-	l.until.Store(l.mu.Until().UnixNano())
+	l.setUntil(l.mu.Until())
 	return ok, nil
 }
 
 // Until is when the lease expires, by the local clock at acquire/extend.
 // Safe to call from any goroutine.
-func (l *Lease) Until() time.Time { return time.Unix(0, l.until.Load()) }
+func (l *Lease) Until() time.Time { return *l.until.Load() }
 
 // Release gives the lease up.
 func (l *Lease) Release(ctx context.Context) error {

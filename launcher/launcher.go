@@ -107,6 +107,10 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	return l, nil
 }
 
+// maxEarlyWait bounds how long a launcher holds a run taken before its
+// time (see handle): ordinary clock skew between hosts and Redis.
+const maxEarlyWait = time.Second
+
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer
 // when the executor said when to come back (RetryAfterError).
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
@@ -151,17 +155,21 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	// asynq's servers move runs enqueued ahead to the pending list by this
-	// host's clock: on a host whose clock is ahead of Redis's, a run comes
-	// early. It never starts before its time on the shared clock.
+	// host's clock: on a host whose clock is a little ahead of Redis's, a
+	// run comes a little early, and waits for its time on the shared
+	// clock. The wait holds a worker slot, so it is short: a run taken
+	// further ahead (moved with the dashboard's "Run", or a host clock far
+	// off) starts at once, with a warning.
 	if early := p.FireAt.Sub(l.store.Clock().Now()); early > 0 {
-		if early > time.Second {
-			l.logger.WarnContext(ctx, "run taken before its time: this host's clock is ahead of Redis's (check NTP); waiting for it",
+		if early > maxEarlyWait {
+			l.logger.WarnContext(ctx, "starting a run before its time: it was moved to pending from the dashboard, or this host's clock is ahead of Redis's (check NTP)",
 				"idempotency_key", p.IdempotencyKey, "early", early)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(early):
+		} else {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(early):
+			}
 		}
 	}
 	started := l.store.Clock().Now()

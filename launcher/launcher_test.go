@@ -554,14 +554,14 @@ func TestRetryLateAfterItsBackoffIsMissed(t *testing.T) {
 	require.Equal(t, int32(1), ex.calls.Load())
 }
 
-// A launcher whose host clock is ahead of Redis's (here 5 s) gets runs
-// enqueued ahead from asynq early (asynq forwards them by the host's
-// clock); it still starts none before its time on the shared clock.
+// A launcher whose host clock is a little ahead of Redis's (here 800 ms)
+// gets runs enqueued ahead from asynq early (asynq forwards them by the
+// host's clock); it still starts none before its time on the shared clock.
 func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := queuetest.StartRedis(t).Client(t)
-	clock := behindClock{by: 5 * time.Second}
+	clock := behindClock{by: 800 * time.Millisecond}
 	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 1, Lookahead: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
@@ -594,6 +594,28 @@ func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
 	defer mu.Unlock()
 	require.Positive(t, calls)
 	require.Zero(t, early, "runs started before their time on the shared clock, of %d", calls)
+}
+
+// A run moved to pending long before its time (the dashboard's "Run" on
+// a manual run booked for in an hour) starts when asked: held until its
+// time, it would hold a slot until TASK_TIMEOUT and be FAILED unstarted.
+func TestARunStartedEarlyFromTheDashboardStarts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskTimeout: 2 * time.Second, TaskMaxRetry: queue.NoRetry})
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	_, _, err = store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: time.Now().Add(time.Hour), IdempotencyKey: "booked"})
+	require.NoError(t, err)
+	require.NoError(t, asynq.NewInspectorFromRedisClient(rdb).RunTask(queue.QueueNameDefault, "booked"))
+	l, err := New(store, &Config{Executor: &recordingExecutor{res: Result{Status: model.RunSuccess}}, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	b := &testBundle{store: store}
+	b.waitStatus(t, "booked", model.RunSuccess)
 }
 
 // behindClock is Redis's clock seen from a host whose clock is by ahead.

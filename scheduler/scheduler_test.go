@@ -347,6 +347,36 @@ func TestARunHeldBehindARunThatTimedOutUnstartedFollowsTheCatchupPolicy(t *testi
 	require.NotContains(t, byTime, start.Add(2*time.Minute), "00:02, held behind a run that never started, was enqueued late")
 }
 
+// A "queue" run whose executor calls failed (a launcher is retrying it:
+// still ENQUEUED) was being started: when RUN_TIMEOUT fails it, the run
+// held behind it waited, as behind a STARTED one, and starts.
+func TestARunHeldBehindARunBeingRetriedStartsWhenItTimesOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &Config{RunTimeout: 5 * time.Minute}, nil)
+	for _, id := range []string{"started", "retrying"} {
+		b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "*/2 * * * *",
+			OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone})
+	}
+	b.runUntil(t, start.Add(2*time.Minute), 30*time.Second) // 00:02 in flight
+	b.report(t, "started", model.IdempotencyKey("started", start.Add(2*time.Minute)), model.RunStarted)
+	require.NoError(t, b.store.RecordFailedAttempt(ctx, &queue.TaskPayload{
+		IdempotencyKey: model.IdempotencyKey("retrying", start.Add(2*time.Minute)), ScheduleID: "retrying"},
+		b.clock.Now().Add(time.Minute)))
+	// 00:04 is held behind 00:02; at 00:07 RUN_TIMEOUT fails 00:02.
+	b.runUntil(t, start.Add(7*time.Minute+30*time.Second), 30*time.Second)
+	for _, id := range []string{"started", "retrying"} {
+		runs, err := b.store.ListRuns(ctx, id, 100)
+		require.NoError(t, err)
+		byTime := map[time.Time]*model.Run{}
+		for _, r := range runs {
+			byTime[r.RunAt] = r
+		}
+		require.Equal(t, model.RunFailed, byTime[start.Add(2*time.Minute)].Status, "%s: 00:02 timed out", id)
+		require.Contains(t, byTime, start.Add(4*time.Minute), "%s: 00:04, held behind 00:02, was dropped", id)
+	}
+}
+
 func TestCatchupPolicies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -20,9 +20,13 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
       out[#out + 1] = inflight
     end
-    -- A run that never started (no launcher took it) did not run: a run
-    -- held behind it was missed too, and follows the catch-up policy.
-    release(skey, id, KEYS[1], KEYS[2], st == 'STARTED' or st == 'SUCCESS' or st == 'FAILED')
+    -- A run no launcher took did not run: a run held behind it was
+    -- missed too, and follows the catch-up policy. One a launcher is
+    -- retrying (failed executor attempts) was being started: the run
+    -- behind it waited for it, and starts.
+    local ran = st == 'STARTED' or st == 'SUCCESS' or st == 'FAILED' or
+      (st == 'ENQUEUED' and tonumber(redis.call('HGET', rkey, 'att') or '0') > 0)
+    release(skey, id, KEYS[1], KEYS[2], ran)
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

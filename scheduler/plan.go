@@ -23,6 +23,9 @@ type dueTime struct {
 	// missed: planned late (caught up, or released late from a hold),
 	// so it fires now.
 	missed bool
+	// released: it waited for the run in flight ("queue"), so it fires
+	// now whatever the catch-up policy (never spread).
+	released bool
 }
 
 // plan returns the plan for d and how many catch-up events dropped missed
@@ -69,7 +72,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	if d.Released {
 		// It waited for the run in flight ("queue"): it starts now,
 		// however late, and only the times after it can be missed.
-		times = append(times, dueTime{at: t, missed: isMissed(t)})
+		times = append(times, dueTime{at: t, missed: isMissed(t), released: true})
 		t = sched.Next(t)
 	}
 	// The missed runs are those from t on up to the first that is not
@@ -121,7 +124,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		fire := jittered(rec, key, dt.at, jitter, began)
 		if dt.missed {
 			fire = now
-			if rec.CatchupPolicy == model.CatchupSpread {
+			if rec.CatchupPolicy == model.CatchupSpread && !dt.released {
 				fire = now.Add(model.JitterOffset(key, pl.cfg.SpreadWindow/2) + pl.cfg.SpreadWindow/2)
 			}
 		}

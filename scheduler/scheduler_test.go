@@ -281,6 +281,23 @@ func TestQueuedRunStartsWhateverTheCatchupPolicy(t *testing.T) {
 	}
 }
 
+// Released late from its hold, a "spread" schedule's queued run starts at
+// once too: spreading it over the next minute would hold the schedule that
+// long (and, behind each late run, again).
+func TestQueuedRunReleasedWithSpreadStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	rec := b.upsert(t, model.ScheduleRecord{ID: "q", CronExpr: "* * * * *",
+		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupSpread})
+	b.runUntil(t, start.Add(4*time.Minute+30*time.Second), 5*time.Second) // 00:01 runs until 00:04:30
+	b.report(t, rec.ID, model.IdempotencyKey(rec.ID, start.Add(time.Minute)), model.RunSuccess)
+	b.clock.Advance(time.Second)
+	b.tickAll(t)
+	runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+	require.Equal(t, model.RunEnqueued, runs[1].Status)
+	require.Equal(t, b.clock.Now(), runs[1].FireAt, "the released run fires %s after its release", runs[1].FireAt.Sub(b.clock.Now()))
+}
+
 // A "skip" or "queue" schedule decides at a run's jittered fire time
 // whether the run before it is in flight: a run with a negative offset is
 // planned (here held) at its fire time, not at its unjittered time, and

@@ -107,9 +107,10 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	return l, nil
 }
 
-// maxEarlyWait bounds how long a launcher holds a run taken before its
-// time (see handle): ordinary clock skew between hosts and Redis.
-const maxEarlyWait = time.Second
+// earlyMargin is how much earlier than this host's clock skew explains a
+// run may come and still be waited for (asynq rounds a run's time up to
+// the second; the skew is read a moment apart from asynq's forwarding).
+const earlyMargin = time.Second
 
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer
 // when the executor said when to come back (RetryAfterError).
@@ -154,23 +155,8 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		l.logger.ErrorContext(ctx, "dropping malformed run task", "err", err)
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	// asynq's servers move runs enqueued ahead to the pending list by this
-	// host's clock: on a host whose clock is a little ahead of Redis's, a
-	// run comes a little early, and waits for its time on the shared
-	// clock. The wait holds a worker slot, so it is short: a run taken
-	// further ahead (moved with the dashboard's "Run", or a host clock far
-	// off) starts at once, with a warning.
-	if early := p.FireAt.Sub(l.store.Clock().Now()); early > 0 {
-		if early > maxEarlyWait {
-			l.logger.WarnContext(ctx, "starting a run before its time: it was moved to pending from the dashboard, or this host's clock is ahead of Redis's (check NTP)",
-				"idempotency_key", p.IdempotencyKey, "early", early)
-		} else {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(early):
-			}
-		}
+	if err := l.waitForFireTime(ctx, p); err != nil {
+		return err
 	}
 	started := l.store.Clock().Now()
 
@@ -295,6 +281,37 @@ func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u que
 			return fmt.Errorf("record status %s of run %s: %w", u.Status, p.IdempotencyKey, err)
 		case <-time.After(wait):
 		}
+	}
+}
+
+// waitForFireTime holds a run taken before its time on the shared clock
+// until then. asynq's servers move runs enqueued ahead to the pending list
+// by this host's clock, so on a host whose clock is ahead of Redis's every
+// such run comes that much early: it waits, holding a worker slot (a
+// warning says so past a second: fix the host's NTP). A run further ahead
+// than that skew explains was moved to pending on purpose (the
+// dashboard's "Run") and starts at once.
+func (l *Launcher) waitForFireTime(ctx context.Context, p *queue.TaskPayload) error {
+	shared := l.store.Clock().Now()
+	early := p.FireAt.Sub(shared)
+	if early <= 0 {
+		return nil
+	}
+	skew := time.Now().Round(0).Sub(shared.Round(0)) // wall clocks, not monotonic readings
+	if early > skew+earlyMargin {
+		l.logger.InfoContext(ctx, "starting a run before its time: it was moved to pending (the dashboard's Run)",
+			"idempotency_key", p.IdempotencyKey, "early", early)
+		return nil
+	}
+	if early > time.Second {
+		l.logger.WarnContext(ctx, "run taken before its time: this host's clock is ahead of Redis's (check NTP); waiting for it",
+			"idempotency_key", p.IdempotencyKey, "early", early, "skew", skew)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(early):
+		return nil
 	}
 }
 

@@ -199,7 +199,7 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		if reason != "" {
 			l.logger.InfoContext(ctx, "run skipped",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued})
+			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Unplanned: !late})
 			if err != nil {
 				return err
 			}

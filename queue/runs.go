@@ -127,6 +127,12 @@ type StatusUpdate struct {
 	// From, when set, applies the update only to a run in this status;
 	// any other, Status itself included, is ErrConflict.
 	From model.RunStatus
+	// Unplanned marks a SKIPPED run that was not late but is no longer
+	// one its schedule plans (paused, deleted, timing changed): a "queue"
+	// run held behind it waited for it, and starts at once, as behind a
+	// run that ran. A run SKIPPED late leaves the held run to its
+	// catch-up policy.
+	Unplanned bool
 }
 
 // UpdateRunStatus records a reported status of the run with this
@@ -166,7 +172,7 @@ func (s *Store) taskShard(p *TaskPayload) int {
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From)).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), boolArg(u.Unplanned)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}

@@ -6,8 +6,10 @@
 -- in flight ran (ended other than SKIPPED), the held run waited for it,
 -- not for a scheduler: it is marked released (rel) and starts however
 -- late, whatever the catch-up policy (the commit of its plan clears the
--- mark). After a run that never ran (SKIPPED: missed at launch) the held
--- run was missed too, and the catch-up policy applies to it.
+-- mark). After a run that never ran because it was late (SKIPPED: missed
+-- at launch) the held run was missed too, and the catch-up policy applies
+-- to it; after one SKIPPED because its schedule no longer plans it (paused,
+-- timing changed) the held run waited for it (status.lua's ARGV[8]).
 local function release(skey, id, due_key, inflight_key, ran)
   local s = redis.call('HMGET', skey, 'held', 'next', 'paused', 'j')
   redis.call('HDEL', skey, 'inflight', 'held')

@@ -11,6 +11,8 @@
 -- ARGV[5] -> error ("" = keep)
 -- ARGV[6] -> now, ms
 -- ARGV[7] -> only from this status ("" = any non-terminal one)
+-- ARGV[8] -> "1": a SKIPPED run was not late but is no longer planned
+--            (its schedule changed): a run held behind it waited, not missed
 -- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local st = redis.call('HGET', KEYS[1], 'st')
@@ -32,7 +34,7 @@ if final[ARGV[3]] then
   if id and id ~= '' then
     local skey = ARGV[1] .. 'sched:' .. id
     if redis.call('HGET', skey, 'inflight') == ARGV[2] then
-      release(skey, id, KEYS[2], KEYS[3], ARGV[3] ~= 'SKIPPED')
+      release(skey, id, KEYS[2], KEYS[3], ARGV[3] ~= 'SKIPPED' or ARGV[8] == '1')
     end
   end
 end

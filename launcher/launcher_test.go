@@ -1007,8 +1007,13 @@ func (e *breaksTheRecordOnce) Execute(ctx context.Context, r Request) (Result, e
 	e.rdb.Set(ctx, keys[0], "broken", 0)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		e.rdb.Del(context.Background(), keys[0])
-		e.rdb.HSet(context.Background(), keys[0], fields)
+		// In one transaction: a status write between the two would find
+		// no record, and rightly give up.
+		_, _ = e.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+			p.Del(context.Background(), keys[0])
+			p.HSet(context.Background(), keys[0], fields)
+			return nil
+		})
 	}()
 	return Result{RunID: "wf-run"}, nil
 }

@@ -107,11 +107,6 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	return l, nil
 }
 
-// earlyMargin is how much earlier than this host's clock skew explains a
-// run may come and still be waited for (asynq rounds a run's time up to
-// the second; the skew is read a moment apart from asynq's forwarding).
-const earlyMargin = time.Second
-
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer
 // when the executor said when to come back (RetryAfterError).
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
@@ -283,6 +278,11 @@ func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u que
 		}
 	}
 }
+
+// earlyMargin is how much earlier than this host's clock skew explains a
+// run may come and still be waited for (asynq rounds a run's time up to
+// the second; the skew is read a moment apart from asynq's forwarding).
+const earlyMargin = time.Second
 
 // waitForFireTime holds a run taken before its time on the shared clock
 // until then. asynq's servers move runs enqueued ahead to the pending list

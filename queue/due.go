@@ -70,16 +70,13 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 			d.Def = defString(d.Hash)
 			d.NextRaw, d.Inflight, d.Ver = d.Hash["next"], d.Hash["inflight"], d.Hash["ver"]
 			d.Released = d.Hash["rel"] != ""
-			if n, err := strconv.ParseInt(d.Hash["rs"], 10, 64); err == nil {
-				d.ResumedAt = fromMS(n)
-			}
+			d.ResumedAt, _ = parseMS(d.Hash["rs"])
 		}
 		i += 2 + n
 		if d.NextRaw != "" {
-			if n, err := strconv.ParseInt(d.NextRaw, 10, 64); err != nil {
+			var ok bool
+			if d.Next, ok = parseMS(d.NextRaw); !ok {
 				d.Err = fmt.Errorf("schedule %s: corrupt next fire time %q in Redis", d.ID, d.NextRaw)
-			} else {
-				d.Next = fromMS(n)
 			}
 		}
 		out = append(out, d)

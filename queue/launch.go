@@ -58,18 +58,12 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 	var ls LaunchState
 	if v := run.Val(); len(v) == 5 {
 		str := func(i int) string { s, _ := v[i].(string); return s }
-		msTime := func(s string) time.Time {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return fromMS(n)
-			}
-			return time.Time{}
-		}
 		ls.Status = model.RunStatus(str(0))
-		ls.EnqueuedAt = msTime(str(1))
+		ls.EnqueuedAt, _ = parseMS(str(1))
 		if ls.FailedAttempts, _ = strconv.Atoi(str(2)); ls.FailedAttempts > 0 {
 			// A record written before retries were timed has the failed
 			// attempt's time, which the retry follows within its backoff.
-			ls.RetryAt = msTime(cmp.Or(str(3), str(4)))
+			ls.RetryAt, _ = parseMS(cmp.Or(str(3), str(4)))
 		}
 	}
 	if sched != nil {

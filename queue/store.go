@@ -86,6 +86,16 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
+// parseMS reads a time stored as Unix milliseconds; false when s is
+// empty or not a number.
+func parseMS(s string) (time.Time, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return fromMS(n), true
+}
+
 // ActLead is how long before a fire time a scheduler acts on it: the
 // lookahead for "allow" (its task is enqueued ahead), nothing for "skip"
 // and "queue" (their overlap is decided when the run is due), plus the
@@ -193,8 +203,7 @@ func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, er
 	if err != nil {
 		return nil, err
 	}
-	if m, err := strconv.ParseInt(h["next"], 10, 64); err == nil {
-		t := fromMS(m)
+	if t, ok := parseMS(h["next"]); ok {
 		rec.NextRunAt = &t
 	}
 	rec.Paused = h["paused"] != ""

@@ -4,9 +4,9 @@
 -- KEYS[2] -> due zset
 -- KEYS[3] -> in-flight zset
 -- KEYS[4] -> run history zset of the schedule
+-- KEYS[5] -> the schedule's deletion mark
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> run key prefix ("chronos:{sNN}:run:")
--- KEYS[5] -> the schedule's deletion mark
 -- ARGV[3] -> retention of the run records, seconds
 -- ARGV[4] -> this call's nonce
 -- Output: 1 deleted, 0 not found

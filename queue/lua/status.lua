@@ -12,7 +12,8 @@
 -- ARGV[6] -> now, ms
 -- ARGV[7] -> only from this status ("" = any non-terminal one)
 -- ARGV[8] -> "1": a SKIPPED run was not late but is no longer planned
---            (its schedule changed): a run held behind it waited, not missed
+--            (paused, deleted, timing changed): a run held behind it
+--            waited, not missed
 -- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local st = redis.call('HGET', KEYS[1], 'st')

@@ -19,6 +19,8 @@ const (
 	BodyLimitDefault = 1 << 20
 	// ReadyTimeoutDefault bounds the Redis ping of GET /readyz.
 	ReadyTimeoutDefault = 2 * time.Second
+	// BodyReadTimeoutDefault bounds the reading of a request body.
+	BodyReadTimeoutDefault = 30 * time.Second
 )
 
 // Config configures the HTTP API. The zero value of each field means its
@@ -41,6 +43,10 @@ type Config struct {
 	// ReadyTimeout bounds the Redis ping of GET /readyz. Default
 	// ReadyTimeoutDefault (2s).
 	ReadyTimeout time.Duration
+	// BodyReadTimeout bounds the reading of a request body, from when the
+	// handler starts on it; a slower client gets 408. Default
+	// BodyReadTimeoutDefault (30s).
+	BodyReadTimeout time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -54,6 +60,7 @@ func (c *Config) WithDefaults() Config {
 	v.DefaultJitterMs = cmp.Or(v.DefaultJitterMs, JitterMsDefault)
 	v.BodyLimit = cmp.Or(v.BodyLimit, BodyLimitDefault)
 	v.ReadyTimeout = cmp.Or(v.ReadyTimeout, ReadyTimeoutDefault)
+	v.BodyReadTimeout = cmp.Or(v.BodyReadTimeout, BodyReadTimeoutDefault)
 	return v
 }
 
@@ -76,6 +83,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: BodyLimit must be positive, got %d", v.BodyLimit)
 	case v.ReadyTimeout < 0:
 		return fmt.Errorf("api: ReadyTimeout must not be negative, got %s", v.ReadyTimeout)
+	case v.BodyReadTimeout < 0:
+		return fmt.Errorf("api: BodyReadTimeout must not be negative, got %s", v.BodyReadTimeout)
 	}
 	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -15,13 +17,29 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// readBody reads the whole request body, at most limit bytes.
-func readBody(c echo.Context, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+// readBody reads the whole request body, at most BodyLimit bytes, within
+// BodyReadTimeout. The server has no ReadTimeout (it would cut long
+// responses such as pprof's), so without this deadline a client trickling
+// a body would hold its connection and handler for as long as it liked.
+func (s *server) readBody(c echo.Context) ([]byte, error) {
+	rc := http.NewResponseController(c.Response())
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
+		// Lifted once the body is in: net/http's read for a client
+		// hang-up would fail at the deadline and cancel the request.
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.BodyLimit))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return nil, err
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// Closed after the reply: net/http would otherwise wait,
+			// with no deadline, for the rest of the body to reuse it.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			return nil, &statusError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
+				message: fmt.Sprintf("body: not received within %s", s.cfg.BodyReadTimeout)}
 		}
 		return nil, fieldError("body", "could not be read: %v", err)
 	}
@@ -39,8 +57,8 @@ func isJSONObject(b []byte) bool {
 type object map[string]json.RawMessage
 
 // readObject reads a JSON object body.
-func readObject(c echo.Context, limit int64) (object, error) {
-	b, err := readBody(c, limit)
+func (s *server) readObject(c echo.Context) (object, error) {
+	b, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +241,15 @@ func validateID(field, v string) error {
 // optionalID checks an identifier field that may be absent.
 func optionalID(o object, name string) (string, error) {
 	v, err := o.str(name)
-	if err != nil || v == "" {
-		return v, err
+	switch {
+	case err != nil:
+		return "", err
+	case v == "" && o.raw(name) != nil:
+		// Not taken for "omitted": a client whose id variable came out
+		// empty would create a new schedule (or run) on every call.
+		return "", fieldError(name, "is empty: omit it to have one generated")
+	case v == "":
+		return "", nil
 	}
 	return v, validateID(name, v)
 }

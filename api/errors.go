@@ -20,6 +20,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

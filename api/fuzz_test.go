@@ -355,7 +355,7 @@ func FuzzListSchedules(f *testing.F) {
 	var page api.ScheduleList
 	require.NoError(f, json.Unmarshal(l.Body.Bytes(), &page))
 	f.Add(page.NextCursor, "7")
-	for _, s := range []string{"", "0:0:", "0:w:", "x", "1:2", "-1:0:", "99999:0:", "0:18446744073709551615:", "0:0:!!", "0:0:c3g", "0:w:c3h4eHg"} {
+	for _, s := range []string{"", "0:0:", "0:w:", "x", "1:2", "-1:0:", "99999:0:", "0:18446744073709551615:", "0:0:!!", "0:0:c3g", "0:w:c3h4eHg", "0:e:", "0:e:czEgczI", "0:5:czEgczI"} {
 		f.Add(s, "1")
 	}
 	for _, s := range []string{"0", "501", "-1", "x", "1.5", "500", "9999999999999999999"} {

@@ -38,7 +38,7 @@ func (s *server) reportStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := readObject(c, s.cfg.BodyLimit)
+	o, err := s.readObject(c)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *server) reportStatus(c echo.Context) error {
 // startManualRun triggers a run outside any schedule:
 // POST /run-launcher/start.
 func (s *server) startManualRun(c echo.Context) error {
-	o, err := readObject(c, s.cfg.BodyLimit)
+	o, err := s.readObject(c)
 	if err != nil {
 		return err
 	}

@@ -114,6 +114,7 @@ func TestManualStartValidation(t *testing.T) {
 		{"ScheduledForType", manual("scheduled_for", 1767268800), "scheduled_for: must be an RFC 3339 time string"},
 		{"KeySpace", manual("idempotency_key", "a b"), "idempotency_key: must not contain whitespace"},
 		{"KeyType", manual("idempotency_key", true), "idempotency_key: must be a string"},
+		{"KeyEmpty", manual("idempotency_key", ""), "idempotency_key: is empty: omit it to have one generated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			requireError(t, b.do(t, http.MethodPost, "/run-launcher/start", tc.body), http.StatusBadRequest, api.CodeInvalidArgument, tc.want)

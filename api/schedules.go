@@ -168,7 +168,7 @@ func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
 
 // upsertSchedule creates or updates a schedule: POST /schedules/upsert.
 func (s *server) upsertSchedule(c echo.Context) error {
-	o, err := readObject(c, s.cfg.BodyLimit)
+	o, err := s.readObject(c)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *server) upsertSchedule(c echo.Context) error {
 
 // pauseSchedule pauses or resumes a schedule: POST /schedules/pause.
 func (s *server) pauseSchedule(c echo.Context) error {
-	o, err := readObject(c, s.cfg.BodyLimit)
+	o, err := s.readObject(c)
 	if err != nil {
 		return err
 	}

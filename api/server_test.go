@@ -1,11 +1,17 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	dto "github.com/prometheus/client_model/go"
@@ -227,6 +233,45 @@ func TestBodyLimit(t *testing.T) {
 	requireError(t, b.do(t, http.MethodPost, "/schedules/upsert", body), http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "body: larger than 256 bytes")
 	requireError(t, b.do(t, http.MethodPut, "/workflows/wf/versions/1", `{"x":"`+strings.Repeat("y", 300)+`"}`), http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "body:")
 	require.ElementsMatch(t, before, b.keys(t))
+}
+
+// A client that sends its body slowly gets 408 once BodyReadTimeout has
+// passed, and the connection's next request is served: the server itself
+// has no ReadTimeout, so nothing else would free the handler.
+func TestSlowBodyTimesOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{cfg: &api.Config{BodyReadTimeout: 200 * time.Millisecond}})
+	srv := httptest.NewServer(b.e)
+	defer srv.Close()
+	before := b.keys(t)
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	raw, err := json.Marshal(schedule("slow"))
+	require.NoError(t, err)
+	body := string(raw)
+	_, err = fmt.Fprintf(conn, "POST /schedules/upsert HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	raw, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "body: %s", raw)
+	var eb api.ErrorBody
+	require.NoError(t, json.Unmarshal(raw, &eb))
+	require.Equal(t, api.CodeRequestTimeout, eb.Error.Code)
+	require.Equal(t, "body: not received within 200ms", eb.Error.Message)
+	require.ElementsMatch(t, before, b.keys(t))
+
+	// A body sent in time, on a connection of its own, is served.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	rec, err := client.Post(srv.URL+"/schedules/upsert", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	rec.Body.Close()
+	require.Equal(t, http.StatusOK, rec.StatusCode)
 }
 
 func TestOpenAPI(t *testing.T) {

@@ -25,7 +25,7 @@ func (s *server) putWorkflow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := readBody(c, s.cfg.BodyLimit)
+	b, err := s.readBody(c)
 	if err != nil {
 		return err
 	}

@@ -257,11 +257,6 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 	return nil, fmt.Errorf("schedule %s changed %d times while it was being resumed: %w", id, setPausedTries, ErrConflict)
 }
 
-// listScanCount is the ZSCAN COUNT of ListSchedules: fixed, not the page's
-// limit, so a page that ends inside a batch finds the same batch again
-// whatever limit the next page asks for.
-const listScanCount = 256
-
 // setPausedTries bounds SetPaused's retries when upserts keep changing the
 // schedule under it.
 const setPausedTries = 10
@@ -314,46 +309,91 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	return nil
 }
 
+// maxCursorIDs bounds the left-over ids a ListSchedules cursor may hold:
+// a batch overflows a page by a hash bucket's members, or, when Redis
+// reloaded a small shard as a listpack mid-walk, by the whole set (up to
+// zset-max-listpack-entries, 128 by default).
+const maxCursorIDs = 1024
+
 // ListSchedules returns up to limit schedules after cursor, in no
 // particular order, and the cursor of the next page ("" at the end). It
-// walks each shard's due set with ZSCAN; a cursor is "<shard>:<zscan
-// cursor>:<the last id returned from that ZSCAN batch, base64url>", each
-// batch being taken in id order, so a page boundary inside a batch does
-// not move when the scheduler changes scores (ZSCAN returns a small set
-// whole, in score order). A page that ends inside a shard ZSCAN returned
-// whole has "w" for its zscan cursor: the next page reads the whole shard
-// again, since it may have grown into a hash table, whose ZSCAN batches
-// would no longer hold the ids in one piece. As with Redis SCAN, a
-// schedule present for the whole walk is returned once, one created or
-// deleted meanwhile may or may not be (unless so many are deleted that
-// Redis shrinks a shard's table between two pages).
+// walks each shard's due set with ZSCAN, asking for as many as the page
+// has room for. A page ends between two ZSCAN batches, the only place a
+// ZSCAN cursor holds across Redis growing or shrinking the set's table;
+// the few ids of a batch that did not fit (Redis returns a hash bucket
+// whole) ride in the cursor. A cursor is "<shard>:<zscan cursor, or e
+// when the shard's scan ended>:<left-over ids, space-separated,
+// base64url>". A shard ZSCAN returned whole in one call (a small set) is
+// taken in id order, and a page that ends inside it has "w" for its zscan
+// cursor and the last id returned for the rest: the next page reads the
+// whole shard again and goes on after that id. As with Redis SCAN, a
+// schedule present for the whole walk is returned, once unless Redis
+// shrinks a shard's table during the walk (mass deletes: then it may come
+// twice); one created or deleted meanwhile may or may not be.
 func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]*model.ScheduleRecord, string, error) {
-	sh, zc, after, whole := 0, uint64(0), "", false
+	var (
+		sh     int
+		zc     uint64
+		whole  bool     // the shard was read in one piece: go on after `after`
+		after  string   // whole: the last id returned
+		left   []string // not whole: ids of the last batch still to return
+		zscanE bool     // not whole: the shard's ZSCAN has ended
+	)
 	if cursor != "" {
 		parts := strings.SplitN(cursor, ":", 3)
 		var err1, err2, err3 error
 		if len(parts) == 3 {
 			sh, err1 = strconv.Atoi(parts[0])
-			if whole = parts[1] == "w"; !whole {
+			switch parts[1] {
+			case "w":
+				whole = true
+			case "e":
+				zscanE = true
+			default:
 				zc, err2 = strconv.ParseUint(parts[1], 10, 64)
 			}
 			var b []byte
 			b, err3 = base64.RawURLEncoding.Strict().DecodeString(parts[2])
-			after = string(b)
+			if whole {
+				after = string(b)
+			} else {
+				left = strings.Fields(string(b))
+			}
+			// Left-over ids are as this function writes them: sorted,
+			// of the cursor's shard, at most a set ZSCAN returns whole.
+			if len(left) > maxCursorIDs {
+				err3 = errors.New("too many ids")
+			}
+			for i, id := range left {
+				if err3 == nil && (model.ValidateID("cursor", id) != nil || s.shard(id) != sh || (i > 0 && id <= left[i-1])) {
+					err3 = errors.New("bad id")
+				}
+			}
 		}
 		if len(parts) != 3 || err1 != nil || err2 != nil || err3 != nil || sh < 0 || sh >= s.cfg.Shards {
 			return nil, "", fmt.Errorf("%w: %q", ErrInvalidCursor, cursor)
 		}
 	}
 	var ids []string
+	nextShard := func() { sh, zc, whole, after, zscanE = sh+1, 0, false, "", false }
 	for sh < s.cfg.Shards && len(ids) < limit {
+		room := limit - len(ids)
+		if len(left) > 0 {
+			take := min(room, len(left))
+			ids, left = append(ids, left[:take]...), left[take:]
+			continue
+		}
+		if zscanE {
+			nextShard()
+			continue
+		}
 		var keys []string
 		var next uint64
 		var err error
 		if whole {
 			keys, err = s.scanAll(ctx, sh)
 		} else {
-			keys, next, err = s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
+			keys, next, err = s.rdb.ZScan(ctx, dueKey(sh), zc, "", int64(room)).Result()
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("list schedules: %w", err)
@@ -366,25 +406,35 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 		}
 		slices.Sort(members)
 		members = slices.Compact(members) // a rehashing table can return a member twice
-		take := min(len(members), limit-len(ids))
-		ids = append(ids, members[:take]...)
-		if take < len(members) {
-			after = members[take-1] // the rest of this batch starts the next page
-			whole = whole || (zc == 0 && next == 0)
-			break
+		if whole || (zc == 0 && next == 0) {
+			take := min(room, len(members))
+			ids = append(ids, members[:take]...)
+			if take < len(members) {
+				whole, after = true, members[take-1]
+				break
+			}
+			nextShard()
+			continue
 		}
-		after, zc, whole = "", next, false
-		if next == 0 {
-			sh++
-		}
+		take := min(room, len(members))
+		ids, left = append(ids, members[:take]...), members[take:]
+		zc, zscanE = next, next == 0
+	}
+	if len(left) == 0 && zscanE {
+		nextShard()
 	}
 	nextCursor := ""
 	if sh < s.cfg.Shards {
-		zcs := strconv.FormatUint(zc, 10)
-		if whole {
-			zcs = "w"
+		var pos, rest string
+		switch {
+		case whole:
+			pos, rest = "w", after
+		case zscanE:
+			pos, rest = "e", strings.Join(left, " ")
+		default:
+			pos, rest = strconv.FormatUint(zc, 10), strings.Join(left, " ")
 		}
-		nextCursor = fmt.Sprintf("%d:%s:%s", sh, zcs, base64.RawURLEncoding.EncodeToString([]byte(after)))
+		nextCursor = fmt.Sprintf("%d:%s:%s", sh, pos, base64.RawURLEncoding.EncodeToString([]byte(rest)))
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
@@ -411,11 +461,12 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 }
 
 // scanAll returns what ZSCAN returns of a whole shard's due set, member
-// and score alternating.
+// and score alternating: a set ZSCAN returned whole before, which is
+// small unless it has grown since (then read in batches of 1,000).
 func (s *Store) scanAll(ctx context.Context, sh int) ([]string, error) {
 	var all []string
 	for zc := uint64(0); ; {
-		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", listScanCount).Result()
+		keys, next, err := s.rdb.ZScan(ctx, dueKey(sh), zc, "", 1000).Result()
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -68,8 +70,13 @@ type Launcher struct {
 	srv     *asynq.Server
 	metrics *metrics
 
-	stopSweep  context.CancelFunc
-	sweepEnded chan struct{}
+	// id names this launcher in the skew heartbeat; fleetSkew is the
+	// largest host clock skew of the live launchers, ns (see skew.go).
+	id        string
+	fleetSkew atomic.Int64
+
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
 }
 
 // New returns a launcher; logger and reg may be nil.
@@ -93,7 +100,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg)}
+	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg), id: newReplicaID()}
 	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
 		Concurrency:              c.Concurrency,
 		Queues:                   map[string]int{store.Config().QueueName: 1},
@@ -119,26 +126,30 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 
 // Start starts processing tasks and returns. Call it once.
 func (l *Launcher) Start(ctx context.Context) error {
+	// The fleet's skew is known before the first run comes (a failure is
+	// retried by the loop; meanwhile this host's own skew counts).
+	reportCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := l.reportSkew(reportCtx); err != nil {
+		l.logger.WarnContext(ctx, "clock skew report failed; retrying", "err", err)
+	}
+	cancel()
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TaskTypeRun, l.handle)
 	if err := l.srv.Start(mux); err != nil {
 		return fmt.Errorf("start launcher: %w", err)
 	}
-	ctx, l.stopSweep = context.WithCancel(context.WithoutCancel(ctx))
-	l.sweepEnded = make(chan struct{})
-	go func() {
-		defer close(l.sweepEnded)
-		l.archivedLoop(ctx)
-	}()
+	ctx, l.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
+	l.loops.Go(func() { l.archivedLoop(ctx) })
+	l.loops.Go(func() { l.skewLoop(ctx) })
 	return nil
 }
 
 // Stop stops taking tasks and waits up to the shutdown timeout for runs in
 // progress; unfinished ones go back to the queue.
 func (l *Launcher) Stop() {
-	if l.stopSweep != nil {
-		l.stopSweep()
-		<-l.sweepEnded
+	if l.stopLoops != nil {
+		l.stopLoops()
+		l.loops.Wait()
 	}
 	l.srv.Shutdown()
 }
@@ -194,7 +205,13 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		if reason != "" {
 			l.logger.InfoContext(ctx, "run skipped",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Unplanned: !late})
+			// A run held behind one no longer planned waited for it, and
+			// starts however late; unless this one had waited past
+			// LAUNCH_GRACE itself with no launcher trying it: then the
+			// held run was missed too, and its catch-up policy applies
+			// (release.lua's ran(), as for RUN_TIMEOUT).
+			unplanned := !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace)
+			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Unplanned: unplanned})
 			if err != nil {
 				return err
 			}
@@ -279,32 +296,32 @@ func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u que
 	}
 }
 
-// earlyMargin is how much earlier than this host's clock skew explains a
+// earlyMargin is how much earlier than the launchers' clock skew explains a
 // run may come and still be waited for (asynq rounds a run's time up to
 // the second; the skew is read a moment apart from asynq's forwarding).
 const earlyMargin = time.Second
 
 // waitForFireTime holds a run taken before its time on the shared clock
 // until then. asynq's servers move runs enqueued ahead to the pending list
-// by this host's clock, so on a host whose clock is ahead of Redis's every
-// such run comes that much early: it waits, holding a worker slot (a
-// warning says so past a second: fix the host's NTP). A run further ahead
-// than that skew explains was moved to pending on purpose (the
-// dashboard's "Run") and starts at once.
+// by their own host's clock, so when some launcher's host clock is ahead
+// of Redis's, runs reach every launcher that much early: they wait,
+// holding a worker slot (a warning says so past a second: fix that
+// host's NTP). A run further ahead than any live launcher's skew
+// explains was moved to pending on purpose (the dashboard's "Run") and
+// starts at once.
 func (l *Launcher) waitForFireTime(ctx context.Context, p *queue.TaskPayload) error {
-	shared := l.store.Clock().Now()
-	early := p.FireAt.Sub(shared)
+	early := p.FireAt.Sub(l.store.Clock().Now())
 	if early <= 0 {
 		return nil
 	}
-	skew := time.Now().Round(0).Sub(shared.Round(0)) // wall clocks, not monotonic readings
+	skew := max(l.hostSkew(), time.Duration(l.fleetSkew.Load()))
 	if early > skew+earlyMargin {
 		l.logger.InfoContext(ctx, "starting a run before its time: it was moved to pending (the dashboard's Run)",
 			"idempotency_key", p.IdempotencyKey, "early", early)
 		return nil
 	}
 	if early > time.Second {
-		l.logger.WarnContext(ctx, "run taken before its time: this host's clock is ahead of Redis's (check NTP); waiting for it",
+		l.logger.WarnContext(ctx, "run taken before its time: a launcher host's clock is ahead of Redis's (check NTP on the launchers' hosts); waiting for it",
 			"idempotency_key", p.IdempotencyKey, "early", early, "skew", skew)
 	}
 	select {

@@ -554,14 +554,11 @@ func TestRetryLateAfterItsBackoffIsMissed(t *testing.T) {
 	require.Equal(t, int32(1), ex.calls.Load())
 }
 
-// A launcher whose host clock is ahead of Redis's (here 3 s) gets runs
-// enqueued ahead from asynq early (asynq forwards them by the host's
-// clock); it still starts none before its time on the shared clock.
-func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
-	t.Parallel()
+// storeWithRunsAhead is a store on clock with an every-second schedule
+// whose next minute of runs is enqueued ahead.
+func storeWithRunsAhead(t *testing.T, rdb *redis.Client, clock queue.Clock) *queue.Store {
+	t.Helper()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
-	clock := behindClock{by: 3 * time.Second}
 	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 1, Lookahead: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
@@ -572,28 +569,75 @@ func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
 	require.NoError(t, err)
 	sched, err := scheduler.New(store, nil, nil, nil)
 	require.NoError(t, err)
-	require.NoError(t, sched.TickShard(ctx, 0)) // the next minute's runs, enqueued ahead
+	require.NoError(t, sched.TickShard(ctx, 0))
+	return store
+}
 
+// requireNoEarlyStarts runs a launcher on store for 5 s and fails if it
+// started a run before its time by now (Redis's clock).
+func requireNoEarlyStarts(t *testing.T, store *queue.Store, now func() time.Time) {
+	t.Helper()
 	var mu sync.Mutex
 	var calls, early int
+	var worst time.Duration
 	ex := executorFunc(func(_ context.Context, r Request) (Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
-		if clock.Now().Before(r.Meta.ScheduledFor) {
+		if d := r.Meta.ScheduledFor.Sub(now()); d > 0 {
 			early++
+			worst = max(worst, d)
 		}
 		return Result{Status: model.RunSuccess}, nil
 	})
 	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second, Concurrency: 20}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
-	require.NoError(t, l.Start(ctx))
+	require.NoError(t, l.Start(context.Background()))
 	time.Sleep(5 * time.Second)
 	l.Stop()
 	mu.Lock()
 	defer mu.Unlock()
 	require.Positive(t, calls)
-	require.Zero(t, early, "runs started before their time on the shared clock, of %d", calls)
+	require.Zero(t, early, "runs started before their time on the shared clock (up to %s early), of %d", worst, calls)
+}
+
+// A launcher whose host clock is ahead of Redis's (here 3 s) gets runs
+// enqueued ahead from asynq early (asynq forwards them by the host's
+// clock); it still starts none before its time on the shared clock.
+func TestALauncherWithAFastHostClockDoesNotStartRunsEarly(t *testing.T) {
+	t.Parallel()
+	clock := behindClock{by: 3 * time.Second}
+	store := storeWithRunsAhead(t, queuetest.StartRedis(t).Client(t), clock)
+	requireNoEarlyStarts(t, store, clock.Now)
+}
+
+// asynq's forwarder in every launcher moves runs to pending by its own
+// host's clock: a launcher on a host 3 s fast hands runs to every other
+// launcher 3 s early. Those wait too (the fast launcher reports its skew),
+// rather than pass for runs moved from the dashboard.
+func TestRunsForwardedEarlyByAnotherLauncherHostDoNotStartEarly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store := storeWithRunsAhead(t, rdb, queue.RealClock{})
+
+	// The other launcher's host, 3 s fast: it reports its skew and its
+	// asynq forwards due runs by its clock.
+	const fastBy = 3 * time.Second
+	fast, err := queue.NewStore(ctx, rdb, behindClock{by: -fastBy}, &queue.Config{Shards: 1, Lookahead: time.Minute})
+	require.NoError(t, err)
+	_, err = store.LauncherHeartbeat(ctx, "fast-host", fastBy, time.Now(), time.Minute)
+	require.NoError(t, err)
+	fwdCtx, stopFwd := context.WithCancel(ctx)
+	var fwd sync.WaitGroup
+	fwd.Go(func() {
+		for fwdCtx.Err() == nil {
+			_, _ = fast.ForwardDueTasks(fwdCtx)
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	defer func() { stopFwd(); fwd.Wait() }()
+	requireNoEarlyStarts(t, store, time.Now)
 }
 
 // A run moved to pending long before its time (the dashboard's "Run" on
@@ -830,13 +874,23 @@ func TestManualRunStartedAgainBehindAnArchivedTaskRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ex := &recordingExecutor{err: &PermanentError{errors.New("bad request")}}
-	b := setup(t, ex, &queue.Config{TaskMaxRetry: queue.NoRetry, RunRetention: time.Second})
+	b := setup(t, ex, &queue.Config{TaskMaxRetry: queue.NoRetry})
 	b.manual(t, "key-arch", true)
 	b.waitStatus(t, "key-arch", model.RunFailed)
+	// The record (and the key's manual mark) reach the end of their
+	// retention. Expired here rather than by a short RunRetention: a
+	// record that expires before a busy launcher first takes the run is
+	// never started (CI saw it with a 1 s retention).
+	keys, err := b.rdb.Keys(ctx, "chronos:*key-arch").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 2, "the run record and the key's manual mark: %v", keys)
+	for _, k := range keys {
+		require.NoError(t, b.rdb.PExpire(ctx, k, time.Millisecond).Err())
+	}
 	require.Eventually(t, func() bool {
 		_, _, err := b.store.GetRun(ctx, "key-arch")
 		return errors.Is(err, queue.ErrNotFound) // the record expired
-	}, 10*time.Second, 50*time.Millisecond)
+	}, 10*time.Second, 20*time.Millisecond)
 	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key-arch")
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStateArchived, info.State)
@@ -846,6 +900,9 @@ func TestManualRunStartedAgainBehindAnArchivedTaskRuns(t *testing.T) {
 	ex.mu.Unlock()
 	b.manual(t, "key-arch", false)
 	b.waitStatus(t, "key-arch", model.RunSuccess)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Len(t, ex.reqs, 2, "started once for each manual run")
 }
 
 // chronos_run_start_delay_seconds is "Time from a run's fire time to a

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
 )
 
 // A "queue" schedule with catchup spread: a run missed in a scheduler
@@ -77,4 +79,67 @@ func TestARunHeldBehindARunSkippedAsChangedStartsAtOnce(t *testing.T) {
 	require.NoError(t, err, "the run at 00:05:45, held behind 00:01, has no record")
 	require.Equal(t, b.clock.Now(), run.FireAt,
 		"00:05:45 waited behind 00:01 (SKIPPED: schedule changed) and fires %s after its release, spread again", run.FireAt.Sub(b.clock.Now()))
+}
+
+// As above, but the run skipped as changed had itself waited past
+// LAUNCH_GRACE with every launcher down: the run held behind it was missed
+// in that outage too, so its schedule's catch-up policy ("none") applies
+// to it, as it would had the timing not changed.
+func TestAHeldRunBehindALateRunSkippedAsChangedFollowsTheCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	t0 := b.clock.Now()
+	rec := &model.ScheduleRecord{ID: "q", CronExpr: "*/10 * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone, Target: model.TargetWorkflow}
+	b.upsert(t, rec)
+	for b.clock.Now().Before(t0.Add(15 * time.Minute)) {
+		b.clock.Advance(time.Minute)
+		b.tick(t, sched)
+	}
+	rec.CronExpr = "5-59/10 * * * *" // at 00:15: 00:10 in flight, next 00:25 (held at its time)
+	b.upsert(t, rec)
+	for b.clock.Now().Before(t0.Add(52 * time.Minute)) {
+		b.clock.Advance(time.Minute)
+		b.tick(t, sched)
+	}
+	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	b.waitStatus(t, model.IdempotencyKey("q", t0.Add(10*time.Minute)), model.RunSkipped)
+	b.tick(t, sched)
+	_, err = b.store.GetScheduleRun(ctx, "q", model.IdempotencyKey("q", t0.Add(25*time.Minute)))
+	require.ErrorIs(t, err, queue.ErrNotFound, "00:25, missed in the launcher outage, was planned under catchup_policy none")
+}
+
+// A "queue" run whose task is archived from the dashboard before any
+// launcher tried it did not run: the launchers' sweep fails it, and the
+// run held behind it follows the catch-up policy ("none": dropped), as
+// when RUN_TIMEOUT fails such a run.
+func TestAHeldRunBehindARunArchivedUntriedFollowsTheCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, sched := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	t0 := b.clock.Now()
+	rec := &model.ScheduleRecord{ID: "qa", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone, Target: model.TargetWorkflow}
+	b.upsert(t, rec)
+	for b.clock.Now().Before(t0.Add(3*time.Minute + 30*time.Second)) { // 00:01 in flight, 00:02 held
+		b.clock.Advance(10 * time.Second)
+		b.tick(t, sched)
+	}
+	first := model.IdempotencyKey("qa", t0.Add(time.Minute))
+	require.NoError(t, asynq.NewInspectorFromRedisClient(b.rdb).ArchiveTask(b.store.Config().QueueName, first))
+
+	l, err := New(b.store, &Config{Executor: ex}, nil, nil)
+	require.NoError(t, err)
+	_, err = l.sweepArchived(ctx, time.Time{})
+	require.NoError(t, err)
+	b.waitStatus(t, first, model.RunFailed)
+	b.tick(t, sched)
+	_, err = b.store.GetScheduleRun(ctx, "qa", model.IdempotencyKey("qa", t0.Add(2*time.Minute)))
+	require.ErrorIs(t, err, queue.ErrNotFound, "00:02, held behind a run archived before any launcher tried it, was planned under catchup_policy none")
 }

@@ -8,7 +8,7 @@
 // shard share the hash tag "{sNN}":
 //
 //	chronos:{s07}:due            ZSET  schedule id -> act time (ms); +inf when paused, held or retired
-//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held, rel, rs (resumed at, ms)
+//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held, rel, rs (resumed or jitter changed at, ms)
 //	chronos:{s07}:runs:<id>      ZSET  idempotency key -> run_at (ms), the last N runs
 //	chronos:{s07}:run:<key>      HASH  one run record (see runFields)
 //	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
@@ -18,6 +18,9 @@
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON
 //	chronos:meta                 HASH  shards (fixed when the first process starts)
 //	chronos:schedulers           ZSET  scheduler replica id -> last heartbeat (ms)
+//	chronos:schedulers:held      HASH  scheduler replica id -> shards it holds
+//	chronos:launchers            ZSET  launcher replica id -> last heartbeat (ms)
+//	chronos:launchers:skew       HASH  launcher replica id -> its host clock's skew against Redis (ms)
 //	asynq:{chronos}:...          asynq's own keys for the run queue
 //
 // A schedule's act time is its next fire time minus the lookahead for the

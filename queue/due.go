@@ -32,10 +32,11 @@ type DueSchedule struct {
 	// Released marks a "queue" schedule whose in-flight run has ended: its
 	// Next waited for that run, so it is due now, not missed.
 	Released bool
-	// ResumedAt is when the schedule was last resumed (zero if never).
-	// Its runs since then, like those since its creation or last timing
-	// change (its record's Anchor), never fire before it: jitter cannot
-	// make a run missed that the schedule could never have fired.
+	// ResumedAt is when the schedule was last resumed or changed its
+	// jitter (zero if never). Its runs since then, like those since its
+	// creation or last timing change (its record's Anchor), never fire
+	// before it: jitter cannot make a run missed that the schedule could
+	// never have fired.
 	ResumedAt time.Time
 	// Err says why the schedule's state cannot be planned from (a
 	// corrupt next time); the scheduler retires it rather than failing

@@ -46,4 +46,6 @@ const (
 	metaKey           = keyPrefix + "meta"
 	schedulersKey     = keyPrefix + "schedulers"
 	schedulersHeldKey = keyPrefix + "schedulers:held"
+	launchersKey      = keyPrefix + "launchers"
+	launchersSkewKey  = keyPrefix + "launchers:skew"
 )

@@ -81,14 +81,46 @@ func (l *Lease) Release(ctx context.Context) error {
 // Heartbeat records a scheduler replica as alive, holding held shards, and
 // returns the live replicas (seen within window) with the shards each holds.
 func (s *Store) Heartbeat(ctx context.Context, replica string, held int, now time.Time, window time.Duration) (map[string]int, error) {
-	res, err := heartbeatScript.Run(ctx, s.rdb, []string{schedulersKey, schedulersHeldKey},
-		replica, ms(now), held, ms(now.Add(-window))).StringSlice()
+	live, err := s.heartbeat(ctx, schedulersKey, schedulersHeldKey, replica, int64(held), now, window)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler heartbeat: %w", err)
 	}
-	live := make(map[string]int, len(res)/2)
+	out := make(map[string]int, len(live))
+	for id, n := range live {
+		out[id] = int(n)
+	}
+	return out, nil
+}
+
+// LauncherHeartbeat records a launcher replica as alive with its host
+// clock's skew against the shared clock (positive: ahead), and returns
+// the largest skew among the live launchers (seen within window), its own
+// included. asynq's forwarder in every launcher moves runs enqueued ahead
+// to the pending list by its own host's clock, so a run can reach any
+// launcher as early as the fastest host's skew.
+func (s *Store) LauncherHeartbeat(ctx context.Context, replica string, skew time.Duration, now time.Time, window time.Duration) (time.Duration, error) {
+	live, err := s.heartbeat(ctx, launchersKey, launchersSkewKey, replica, skew.Milliseconds(), now, window)
+	if err != nil {
+		return 0, fmt.Errorf("launcher heartbeat: %w", err)
+	}
+	most := skew
+	for _, ms := range live {
+		most = max(most, time.Duration(ms)*time.Millisecond)
+	}
+	return most, nil
+}
+
+// heartbeat runs heartbeat.lua on a replica set (zset of last heartbeats,
+// hash of values) and returns the live replicas' values.
+func (s *Store) heartbeat(ctx context.Context, zkey, hkey, replica string, value int64, now time.Time, window time.Duration) (map[string]int64, error) {
+	res, err := heartbeatScript.Run(ctx, s.rdb, []string{zkey, hkey},
+		replica, ms(now), value, ms(now.Add(-window))).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[string]int64, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
-		n, _ := strconv.Atoi(res[i+1])
+		n, _ := strconv.ParseInt(res[i+1], 10, 64)
 		live[res[i]] = n
 	}
 	return live, nil

@@ -133,6 +133,22 @@ type StatusUpdate struct {
 	// run that ran. A run SKIPPED late leaves the held run to its
 	// catch-up policy.
 	Unplanned bool
+	// Abandoned marks a FAILED run whose task was archived before any
+	// launcher tried it: whether it ran, for a "queue" run held behind
+	// it, is judged as for one RUN_TIMEOUT fails (only if a launcher had
+	// tried the executor), not by FAILED.
+	Abandoned bool
+}
+
+// ranArg is status.lua's ARGV[8]: how to judge whether the run ran.
+func (u StatusUpdate) ranArg() string {
+	switch {
+	case u.Abandoned:
+		return "abandoned"
+	case u.Unplanned:
+		return "unplanned"
+	}
+	return ""
 }
 
 // UpdateRunStatus records a reported status of the run with this
@@ -172,7 +188,7 @@ func (s *Store) taskShard(p *TaskPayload) int {
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), boolArg(u.Unplanned)).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), u.ranArg()).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}

@@ -27,7 +27,7 @@ func loadScript(name string, libs ...string) *redis.Script {
 
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
-	upsertScript         = loadScript("upsert")
+	upsertScript         = loadScript("upsert", "release")
 	pauseScript          = loadScript("pause")
 	deleteScript         = loadScript("delete")
 	readDueScript        = loadScript("read_due")

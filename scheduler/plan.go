@@ -70,11 +70,10 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	var times []dueTime
 	t := d.Next
 	if d.Released && !act(t).After(now) {
-		// (A next time not due yet waited for nothing: the schedule's
-		// timing changed, or it was resumed, while it was held. It is
-		// planned at its act time, as any run; the commit clears rel.)
 		// It waited for the run in flight ("queue"): it starts now,
-		// however late, and only the times after it can be missed.
+		// however late, and only the times after it can be missed. (One
+		// not due yet, within its jitter, is planned at its act time, as
+		// any run; the commit clears rel.)
 		times = append(times, dueTime{at: t, missed: isMissed(t), released: true})
 		t = sched.Next(t)
 	}

@@ -99,6 +99,13 @@ for p = 1, tonumber(ARGV[7]) do
           -- run is this schedule's, in its history and kept with it.
           redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
           redis.call('PERSIST', rkey)
+          -- Enqueued by the old schedule, SKIPPED by this one's plan
+          -- (overlap_policy skip, a run in flight): not started.
+          -- (One a launcher has taken already is left as it is.)
+          if st == 'SKIPPED' and redis.call('HGET', rkey, 'st') == 'ENQUEUED' and
+            redis.call('HGET', tpfx .. key, 'state') ~= 'active' then
+            redis.call('HSET', rkey, 'st', 'SKIPPED', 'err', err, 'up', now)
+          end
         end
       else
         if st == 'ENQUEUED' and taken(key) then

@@ -20,13 +20,8 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
       out[#out + 1] = inflight
     end
-    -- A run no launcher took did not run: a run held behind it was
-    -- missed too, and follows the catch-up policy. One a launcher is
-    -- retrying (failed executor attempts) was being started: the run
-    -- behind it waited for it, and starts.
-    local ran = st == 'STARTED' or st == 'SUCCESS' or st == 'FAILED' or
-      (st == 'ENQUEUED' and tonumber(redis.call('HGET', rkey, 'att') or '0') > 0)
-    release(skey, id, KEYS[1], KEYS[2], ran)
+    local att = tonumber(redis.call('HGET', rkey, 'att') or '0')
+    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att), ARGV[2])
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

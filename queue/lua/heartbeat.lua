@@ -1,12 +1,13 @@
--- Record a scheduler replica as alive with the number of shards it holds,
--- forget replicas silent since the cutoff, and list the live ones.
+-- Record a replica as alive with a value (a scheduler: the number of
+-- shards it holds; a launcher: its host clock's skew), forget replicas
+-- silent since the cutoff, and list the live ones.
 -- KEYS[1] -> replica zset (id -> last heartbeat ms)
--- KEYS[2] -> replica hash (id -> shards held)
+-- KEYS[2] -> replica hash (id -> value)
 -- ARGV[1] -> replica id
 -- ARGV[2] -> now, ms
--- ARGV[3] -> shards this replica holds
+-- ARGV[3] -> this replica's value
 -- ARGV[4] -> cutoff, ms: replicas last seen before it are gone
--- Output: flat array of [id, shards held] per live replica
+-- Output: flat array of [id, value] per live replica
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])) do
   redis.call('HDEL', KEYS[2], id)
   redis.call('ZREM', KEYS[1], id)

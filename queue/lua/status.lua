@@ -11,9 +11,13 @@
 -- ARGV[5] -> error ("" = keep)
 -- ARGV[6] -> now, ms
 -- ARGV[7] -> only from this status ("" = any non-terminal one)
--- ARGV[8] -> "1": a SKIPPED run was not late but is no longer planned
---            (paused, deleted, timing changed): a run held behind it
---            waited, not missed
+-- ARGV[8] -> how to judge whether the run ran, for a run held behind it
+--            (release.lua's ran): "" by the new status; "unplanned": a
+--            SKIPPED run that was not late but is no longer planned
+--            (paused, deleted, timing changed), which the held run waited
+--            for; "abandoned": a FAILED run whose task was archived
+--            before any launcher tried it, judged by its status before
+--            (ENQUEUED: only if a launcher tried the executor)
 -- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
 local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 local st = redis.call('HGET', KEYS[1], 'st')
@@ -35,7 +39,13 @@ if final[ARGV[3]] then
   if id and id ~= '' then
     local skey = ARGV[1] .. 'sched:' .. id
     if redis.call('HGET', skey, 'inflight') == ARGV[2] then
-      release(skey, id, KEYS[2], KEYS[3], ARGV[3] ~= 'SKIPPED' or ARGV[8] == '1')
+      local did
+      if ARGV[8] == 'abandoned' then
+        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], 'att') or '0'))
+      else
+        did = ran(ARGV[3], ARGV[8] == 'unplanned', 0)
+      end
+      release(skey, id, KEYS[2], KEYS[3], did, ARGV[6])
     end
   end
 end

@@ -38,6 +38,7 @@ if exists then
   end
 end
 local timing = not exists or redis.call('HGET', KEYS[1], 'tk') ~= ARGV[5]
+local jitter = redis.call('HGET', KEYS[1], 'j')
 if n > 0 then
   redis.call('HDEL', KEYS[1], unpack(ARGV, 8, 7 + n))
 end
@@ -68,6 +69,19 @@ if timing then
   else
     redis.call('HSET', KEYS[1], 'next', ARGV[4])
   end
+end
+-- A new jitter may move the next runs' fire times to before now; rs
+-- (also set on resume) keeps them from being judged missed for it.
+if exists and redis.call('HGET', KEYS[1], 'j') ~= jitter then
+  redis.call('HSET', KEYS[1], 'rs', ARGV[2])
+end
+-- A schedule held behind its run in flight ("queue") and changed to
+-- another overlap policy waits no longer: a next time already due waited
+-- for that run, so it is due now however late (rel; under "skip" it is
+-- recorded SKIPPED while that run is in flight); one not due yet (a new
+-- timing, or a resume) comes at its own time.
+if redis.call('HGET', KEYS[1], 'held') and redis.call('HGET', KEYS[1], 'op') ~= 'queue' then
+  unhold(KEYS[1], true, ARGV[2]) -- release.lua
 end
 local s = redis.call('HMGET', KEYS[1], 'next', 'paused', 'held')
 if s[1] and not s[2] and not s[3] then

@@ -27,7 +27,7 @@ type CLI struct {
 
 // Common settings of every long-running command.
 type Common struct {
-	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name. In 'dev', empty means embedded."`
+	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name[/db]. In 'dev', empty means embedded."`
 	HTTPAddr  string `name:"http-addr" env:"HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (API, /metrics, /healthz)."`
 	Shards    int    `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
 	LogLevel  string `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
@@ -67,7 +67,7 @@ type APIOpts struct {
 	DefaultOverlapPolicy string `name:"default-overlap-policy" env:"DEFAULT_OVERLAP_POLICY" default:"allow" enum:"allow,skip,queue" help:"Overlap policy of schedules that name none."`
 	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"fire_immediately" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
 	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
-	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE)."`
+	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
 	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. The API has no authentication: only on a trusted network."`
 }
 

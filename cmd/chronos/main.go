@@ -8,9 +8,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -41,7 +43,30 @@ func execute(ctx context.Context, args []string, env *Env) error {
 	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		return err
+		return withEnvName(err)
 	}
 	return kctx.Run(env)
+}
+
+// withEnvName puts the environment variable before an error kong reports
+// by flag name ("--executor must be one of ... but got "x"") when the
+// value it got is that variable's. (kong names the variable itself for
+// values it fails to parse, not for enums.)
+func withEnvName(err error) error {
+	var pe *kong.ParseError
+	msg := err.Error()
+	if !errors.As(err, &pe) || pe.Context == nil || strings.Contains(msg, "envar") {
+		return err
+	}
+	for _, f := range pe.Context.Flags() {
+		if !strings.HasPrefix(msg, "--"+f.Name+" ") {
+			continue
+		}
+		for _, name := range f.Envs {
+			if v, ok := os.LookupEnv(name); ok && strings.HasSuffix(msg, fmt.Sprintf("got %q", v)) {
+				return fmt.Errorf("%s=%q: %w", name, v, err)
+			}
+		}
+	}
+	return err
 }

@@ -274,3 +274,20 @@ func TestExecutorURLWithoutHTTPExecutorIsRejected(t *testing.T) {
 		&Env{Stdout: io.Discard, Stderr: io.Discard})
 	require.ErrorContains(t, err, "EXECUTOR=http")
 }
+
+// A choice setting's bad value names the environment variable it came
+// from, as a bad number's does. (Not parallel: it sets the environment.)
+func TestABadChoiceFromTheEnvironmentNamesTheVariable(t *testing.T) {
+	for _, tc := range []struct{ name, value, cmd string }{
+		{"DEFAULT_OVERLAP_POLICY", "never", "dev"},
+		{"EXECUTOR", "carrier-pigeon", "launcher"},
+		{"LOG_LEVEL", "loud", "api"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.name, tc.value)
+			err := execute(context.Background(), []string{tc.cmd}, &Env{Stdout: io.Discard, Stderr: io.Discard})
+			require.ErrorContains(t, err, tc.name+`="`+tc.value+`": --`)
+			require.ErrorContains(t, err, "must be one of")
+		})
+	}
+}

@@ -42,12 +42,16 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 	for _, r := range runs {
 		// A task with no error was archived (from the dashboard) before
 		// any launcher tried it: it did not run, which a run held behind
-		// it must know (Abandoned). One with an error may have: a
+		// it must know (RanAbandoned). One with an error may have: a
 		// launcher killed inside the executor call leaves only asynq's
 		// lease expiry.
+		ran := queue.RanByStatus
+		if r.LastErr == "" {
+			ran = queue.RanAbandoned
+		}
 		reason := fmt.Sprintf("launch abandoned: asynq archived its task at %s (%s); nothing will retry it",
 			r.ArchivedAt.UTC().Format(time.RFC3339), r.LastErr)
-		err := l.store.ReportTaskStatus(ctx, r.Payload, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Abandoned: r.LastErr == ""})
+		err := l.store.ReportTaskStatus(ctx, r.Payload, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Ran: ran})
 		switch {
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			continue // ended, started, or no longer kept

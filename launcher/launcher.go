@@ -210,8 +210,11 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 			// LAUNCH_GRACE itself with no launcher trying it: then the
 			// held run was missed too, and its catch-up policy applies
 			// (release.lua's ran(), as for RUN_TIMEOUT).
-			unplanned := !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace)
-			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Unplanned: unplanned})
+			rule := queue.RanByStatus
+			if !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace) {
+				rule = queue.RanUnplanned
+			}
+			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Ran: rule})
 			if err != nil {
 				return err
 			}

@@ -127,29 +127,29 @@ type StatusUpdate struct {
 	// From, when set, applies the update only to a run in this status;
 	// any other, Status itself included, is ErrConflict.
 	From model.RunStatus
-	// Unplanned marks a SKIPPED run that was not late but is no longer
-	// one its schedule plans (paused, deleted, timing changed): a "queue"
-	// run held behind it waited for it, and starts at once, as behind a
-	// run that ran. A run SKIPPED late leaves the held run to its
-	// catch-up policy.
-	Unplanned bool
-	// Abandoned marks a FAILED run whose task was archived before any
-	// launcher tried it: whether it ran, for a "queue" run held behind
-	// it, is judged as for one RUN_TIMEOUT fails (only if a launcher had
-	// tried the executor), not by FAILED.
-	Abandoned bool
+	// Ran is how a final status judges whether the run ran, for a
+	// "queue" run held behind it (release.lua's ran()).
+	Ran RanRule
 }
 
-// ranArg is status.lua's ARGV[8]: how to judge whether the run ran.
-func (u StatusUpdate) ranArg() string {
-	switch {
-	case u.Abandoned:
-		return "abandoned"
-	case u.Unplanned:
-		return "unplanned"
-	}
-	return ""
-}
+// RanRule is how a final status report judges whether its run ran, which
+// decides how a "queue" run held behind it is released.
+type RanRule string
+
+const (
+	// RanByStatus judges by the new status: SUCCESS and FAILED ran,
+	// SKIPPED did not (the held run was missed too: its catch-up policy
+	// applies).
+	RanByStatus RanRule = ""
+	// RanUnplanned is for a SKIPPED run that was not late but is no longer
+	// one its schedule plans (paused, deleted, timing changed): the held
+	// run waited for it, and starts at once, as behind a run that ran.
+	RanUnplanned RanRule = "unplanned"
+	// RanAbandoned is for a FAILED run whose task was archived before any
+	// launcher tried it: it ran only if a launcher had tried the executor,
+	// as for a run RUN_TIMEOUT fails, not by FAILED.
+	RanAbandoned RanRule = "abandoned"
+)
 
 // UpdateRunStatus records a reported status of the run with this
 // idempotency key (scheduled or manual: its shard is found by asking all)
@@ -188,7 +188,7 @@ func (s *Store) taskShard(p *TaskPayload) int {
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), u.ranArg()).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Ran)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}

@@ -27,13 +27,13 @@ func loadScript(name string, libs ...string) *redis.Script {
 
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
-	upsertScript         = loadScript("upsert", "release")
+	upsertScript         = loadScript("upsert", "unhold")
 	pauseScript          = loadScript("pause")
 	deleteScript         = loadScript("delete")
 	readDueScript        = loadScript("read_due")
 	commitScript         = loadScript("commit", "enqueue_task")
-	statusScript         = loadScript("status", "release")
-	expireInflightScript = loadScript("expire_inflight", "release")
+	statusScript         = loadScript("status", "unhold", "release")
+	expireInflightScript = loadScript("expire_inflight", "unhold", "release")
 	manualRunScript      = loadScript("manual_run", "enqueue_task")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")

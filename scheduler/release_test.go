@@ -102,7 +102,7 @@ func TestARunHeldBehindAnAbandonedUnstartedRunFollowsTheCatchupPolicy(t *testing
 		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone})
 	b.runUntil(t, start.Add(6*time.Minute+30*time.Second), 5*time.Second)
 	_, err := b.store.UpdateRunStatus(context.Background(), model.IdempotencyKey(rec.ID, start.Add(time.Minute)),
-		queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: "launch abandoned", Abandoned: true})
+		queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: "launch abandoned", Ran: queue.RanAbandoned})
 	require.NoError(t, err)
 	b.runUntil(t, start.Add(6*time.Minute+40*time.Second), 5*time.Second)
 	_, _, err = b.store.GetRun(context.Background(), model.IdempotencyKey(rec.ID, start.Add(2*time.Minute)))

@@ -669,7 +669,7 @@ func (s *sim) launch() {
 			switch {
 			case x < 0.3:
 			case !sc.cur.exists || sc.cur.paused || !sc.cur.sched.Next(r.runAt.Add(-time.Second)).Equal(r.runAt):
-				u = queue.StatusUpdate{Status: model.RunSkipped, Unplanned: true, Error: "no longer planned"}
+				u = queue.StatusUpdate{Status: model.RunSkipped, Ran: queue.RanUnplanned, Error: "no longer planned"}
 			case x < 0.6:
 				u.Status = model.RunStarted
 			case x < 0.75:
@@ -691,7 +691,7 @@ func (s *sim) launch() {
 		}
 		u.From = r.status
 		if sc := s.sched(r.sid); sc.heldBehind == k && sc.cur.exists && !sc.cur.paused && u.Status.Terminal() &&
-			(u.Status != model.RunSkipped || u.Unplanned) {
+			(u.Status != model.RunSkipped || u.Ran == queue.RanUnplanned) {
 			// It ran (or was no longer planned): the run held behind it
 			// starts at the next tick, whatever the catch-up policy.
 			sc.expect = sc.heldNext

@@ -81,7 +81,7 @@ end
 -- recorded SKIPPED while that run is in flight); one not due yet (a new
 -- timing, or a resume) comes at its own time.
 if redis.call('HGET', KEYS[1], 'held') and redis.call('HGET', KEYS[1], 'op') ~= 'queue' then
-  unhold(KEYS[1], true, ARGV[2]) -- release.lua
+  unhold(KEYS[1], true, ARGV[2]) -- unhold.lua
 end
 local s = redis.call('HMGET', KEYS[1], 'next', 'paused', 'held')
 if s[1] and not s[2] and not s[3] then

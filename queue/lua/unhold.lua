@@ -1,0 +1,19 @@
+-- Shared by release.lua and upsert.lua (loadScript puts it before them).
+-- unhold ends a schedule's hold and returns its next act time (nil
+-- without a next time). When waited (the run held behind ran, or the
+-- schedule stopped waiting) and that time is already due at now (ms),
+-- it is marked released. Only a time already due waited: one set while
+-- held (timing change, resume) and not due yet is planned as any run, so
+-- a scheduler outage after this makes it late, not released.
+local function unhold(skey, waited, now)
+  local s = redis.call('HMGET', skey, 'next', 'j')
+  redis.call('HDEL', skey, 'held')
+  if not s[1] then
+    return nil
+  end
+  local act = tonumber(s[1]) - tonumber(s[2] or '0')
+  if waited and act <= tonumber(now) then
+    redis.call('HSET', skey, 'rel', '1')
+  end
+  return act
+end

@@ -149,12 +149,15 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			left = append(left, f)
 		}
 	}
-	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(), len(left)}
+	q := s.cfg.QueueName
+	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
+		runKey(sh, ""), asynqTaskKeyPrefix(q), len(left)}
 	args = append(args, left...)
 	for _, v := range pairs {
 		args = append(args, v)
 	}
-	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh)}, args...).Slice()
+	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
+		asynqPendingKey(q), asynqScheduledKey(q), asynqRetryKey(q)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}

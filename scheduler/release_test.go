@@ -172,40 +172,77 @@ func TestAHeldQueueScheduleChangedToAnotherOverlapPolicyIsNotHeld(t *testing.T) 
 }
 
 // A schedule deleted with a run enqueued ahead ("allow", lookahead) and
-// created again as "skip" adopts that run (README: runs the deleted one
-// had already queued for fire times the new one shares become the new
-// one's). When the new schedule's own run is in flight at that fire time,
-// the adopted run is recorded SKIPPED, as the plan says, not left
-// ENQUEUED for a launcher to start: two runs in flight at once. (A
-// "queue" schedule does not hold such a run yet: see the README.)
-func TestAnAdoptedRunDoesNotRunWhileTheNewSchedulesRunIsInFlight(t *testing.T) {
+// created again under its id: that run is not the new schedule's. Its
+// record and task are removed, and the new schedule plans the time by its
+// own policy: with its own run in flight then, "skip" records it SKIPPED
+// and "queue" holds it, where the old run, adopted, was started by a
+// launcher alongside (two runs in flight at once). A run the deleted
+// schedule left due is recorded SKIPPED.
+func TestARecreatedScheduleDoesNotTakeOverTheDeletedOnesRuns(t *testing.T) {
 	t.Parallel()
-	for _, op := range []model.OverlapPolicy{model.OverlapSkip} { // queue: not fixed yet (see the README)
+	for _, op := range []model.OverlapPolicy{model.OverlapSkip, model.OverlapQueue, model.OverlapAllow} {
 		t.Run(string(op), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
-			b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "* * * * *"})
-			b.runUntil(t, start.Add(30*time.Second), 10*time.Second) // 00:01 enqueued ahead
-			adopted := model.IdempotencyKey("d", start.Add(time.Minute))
-			_, err := b.store.GetScheduleRun(ctx, "d", adopted)
-			require.NoError(t, err)
+			b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/30 * * * * *"})
+			b.runUntil(t, start.Add(35*time.Second), 5*time.Second) // 00:00:30 due, 00:01 enqueued ahead
+			due, ahead := model.IdempotencyKey("d", start.Add(30*time.Second)), model.IdempotencyKey("d", start.Add(time.Minute))
+			for _, k := range []string{due, ahead} {
+				r, err := b.store.GetScheduleRun(ctx, "d", k)
+				require.NoError(t, err)
+				require.Equal(t, model.RunEnqueued, r.Status)
+			}
 
 			require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
 			b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *", OverlapPolicy: op})
-			b.runUntil(t, start.Add(time.Minute+5*time.Second), 5*time.Second)
+			r, _, err := b.store.GetRun(ctx, due)
+			require.NoError(t, err)
+			require.Equal(t, model.RunSkipped, r.Status, "the deleted schedule's run left due")
+			require.Equal(t, "schedule deleted before the run started", r.Error)
+			_, _, err = b.store.GetRun(ctx, ahead)
+			require.ErrorIs(t, err, queue.ErrNotFound, "the deleted schedule's run ahead is removed")
+			require.Zero(t, b.rdb.Exists(ctx, "asynq:{chronos}:t:"+ahead).Val(), "and its task")
 
+			b.runUntil(t, start.Add(time.Minute+5*time.Second), 5*time.Second) // 00:00:40 in flight at 00:01
 			own, err := b.store.GetScheduleRun(ctx, "d", model.IdempotencyKey("d", start.Add(40*time.Second)))
 			require.NoError(t, err)
 			require.Equal(t, model.RunEnqueued, own.Status, "the new schedule's run at 00:00:40 is in flight")
-			r, err := b.store.GetScheduleRun(ctx, "d", adopted)
-			require.NoError(t, err)
-			live := b.rdb.HGet(ctx, "asynq:{chronos}:t:"+adopted, "state").Val()
-			require.False(t, r.Status == model.RunEnqueued && live != "" && live != "archived" && live != "completed",
-				"the adopted run at 00:01:00 is %s with a live task (%s): a launcher starts it while 00:00:40 is in flight (overlap_policy %s)",
-				r.Status, live, op)
+			r, err = b.store.GetScheduleRun(ctx, "d", ahead)
+			switch op {
+			case model.OverlapSkip:
+				require.NoError(t, err)
+				require.Equal(t, model.RunSkipped, r.Status, "00:01, planned by the new skip schedule while 00:00:40 is in flight")
+			case model.OverlapQueue:
+				require.ErrorIs(t, err, queue.ErrNotFound, "00:01 is held behind 00:00:40, not planned yet")
+			case model.OverlapAllow:
+				require.NoError(t, err)
+				require.Equal(t, model.RunEnqueued, r.Status)
+				require.Equal(t, start.Add(time.Minute), r.FireAt, "planned by the new definition (no jitter)")
+			}
 		})
 	}
+}
+
+// A run of the deleted schedule that a launcher holds when the schedule is
+// created again (its task active) is left to that launcher: recording it
+// SKIPPED, or removing it, would refuse the reports of a run its executor
+// may have.
+func TestARunALauncherHoldsIsLeftWhenItsScheduleIsCreatedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "* * * * *"})
+	b.runUntil(t, start.Add(30*time.Second), 10*time.Second) // 00:01 enqueued ahead
+	taken := model.IdempotencyKey("d", start.Add(time.Minute))
+	// A launcher has dequeued 00:01 (moved ahead from the dashboard) and
+	// read it ENQUEUED: its executor call is under way.
+	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+taken, "state", "active").Err())
+	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
+	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *", OverlapPolicy: model.OverlapSkip})
+	b.runUntil(t, start.Add(time.Minute+5*time.Second), 5*time.Second) // the skip plan of 00:01 commits
+	_, err := b.store.UpdateRunStatus(ctx, taken, queue.StatusUpdate{Status: model.RunStarted})
+	require.NoError(t, err, "the launcher's STARTED report for a run its executor has is refused")
 }
 
 // Only the time a queue schedule held is released however late: a next
@@ -255,24 +292,4 @@ func TestANextTimeSetWhileHeldIsNotReleasedLate(t *testing.T) {
 			})
 		}
 	}
-}
-
-// An adopted run a launcher has taken already (its task active) is left
-// ENQUEUED when the new skip schedule's plan would skip it: recording it
-// SKIPPED would refuse the launcher's reports for a run its executor has.
-func TestAnAdoptedRunALauncherHasIsNotSkippedUnderIt(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
-	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "* * * * *"})
-	b.runUntil(t, start.Add(30*time.Second), 10*time.Second) // 00:01 enqueued ahead
-	adopted := model.IdempotencyKey("d", start.Add(time.Minute))
-	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
-	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *", OverlapPolicy: model.OverlapSkip})
-	b.runUntil(t, start.Add(55*time.Second), 5*time.Second) // 00:00:40 in flight
-	// A launcher has dequeued 00:01 and read it ENQUEUED: its executor call is under way.
-	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+adopted, "state", "active").Err())
-	b.runUntil(t, start.Add(time.Minute+5*time.Second), time.Second) // the skip plan of 00:01 commits
-	_, err := b.store.UpdateRunStatus(ctx, adopted, queue.StatusUpdate{Status: model.RunStarted})
-	require.NoError(t, err, "the launcher's STARTED report for a run its executor has is refused")
 }

@@ -1121,10 +1121,11 @@ func TestARunPlannedAgainIsCountedOnce(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(b.sched.metrics.emitted))
 }
 
-// Deleted and created again within the lookahead, a schedule plans again
-// the run its former self enqueued: the run is in the new schedule's
-// history and kept with it, not left to the delete's expiry.
-func TestARecreatedScheduleKeepsTheRunItPlansAgain(t *testing.T) {
+// Deleted and created again within the lookahead, a schedule plans afresh
+// the time its former self had enqueued a run for (that run is removed on
+// re-creation): one run, one task, in the new schedule's history and kept
+// with it, not left to the delete's expiry.
+func TestARecreatedSchedulePlansAgainATimeItsFormerSelfEnqueued(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
 	ctx := context.Background()
@@ -1139,4 +1140,5 @@ func TestARecreatedScheduleKeepsTheRunItPlansAgain(t *testing.T) {
 	keys := b.rdb.Keys(ctx, "chronos:*:run:"+runs[0].IdempotencyKey).Val()
 	require.Len(t, keys, 1)
 	require.Equal(t, time.Duration(-1), b.rdb.TTL(ctx, keys[0]).Val(), "the run record expires with the deleted schedule's")
+	require.Equal(t, 1, queuetest.CountTasks(t, b.rdb, queue.QueueNameDefault))
 }

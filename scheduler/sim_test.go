@@ -91,8 +91,7 @@ var simZones = []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europ
 // A failure prints the seed, the step and the last steps. Knobs:
 // SIM_SEEDS=from-to runs other seeds (TestSim/seed=N names them),
 // SIM_TRACE=n prints n trace lines, SIM_DEBUG=<schedule id> traces its
-// stored state after each tick of its shard, SIM_KNOWN_BUGS=1 stops
-// avoiding the known bug below (avoidKnownBugs).
+// stored state after each tick of its shard.
 func TestSim(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6}
 	if v := os.Getenv("SIM_SEEDS"); v != "" { // "from-to", to explore
@@ -154,7 +153,6 @@ type simRun struct {
 	overlap       model.OverlapPolicy // at creation
 	inflightSince time.Time
 	lost          bool // the simulated launcher never reports it again
-	adopted       bool // planned again by its schedule deleted and created again
 	attempts      int  // failed executor attempts recorded (it is being retried)
 }
 
@@ -494,6 +492,7 @@ func (s *sim) upsert(sc *simSched, rec model.ScheduleRecord) {
 	s.noErr(err, "upsert")
 	st := sc.cur
 	if !st.exists {
+		s.recreated(sc)
 		st = simState{exists: true, gen: st.gen + 1, epoch: st.epoch + 1, epochStart: s.now()}
 		sc.known = map[string]bool{} // the new schedule starts its own history
 		s.logf("create %s: %s", sc.id, s.describe(&rec))
@@ -505,6 +504,36 @@ func (s *sim) upsert(sc *simSched, rec model.ScheduleRecord) {
 		s.logf("upsert %s: %s", sc.id, s.describe(&rec))
 	}
 	s.setState(sc, st)
+}
+
+// recreated checks what creating sc again under its id did to the runs
+// the deleted schedule left ENQUEUED (no launcher holds any here): one
+// for a time after now is gone, record and task, for the new schedule to
+// plan afresh; one due is SKIPPED.
+func (s *sim) recreated(sc *simSched) {
+	now := s.now()
+	for k, r := range s.runs {
+		if r.sid != sc.id || r.status != model.RunEnqueued {
+			continue
+		}
+		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
+		if r.runAt.After(now) {
+			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
+			if !errors.Is(err, queue.ErrNotFound) || task != 0 {
+				s.fail("run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", k, sc.id, err, task)
+			}
+			delete(s.runs, k)
+			s.enqueued-- // its task went with it
+			s.stats["removed on re-create"]++
+			continue
+		}
+		s.noErr(err, "read run")
+		if got.Status != model.RunSkipped || got.Error != "schedule deleted before the run started" {
+			s.fail("run %s of the deleted %s, due at its re-creation, is %s (%q), not SKIPPED", k, sc.id, got.Status, got.Error)
+		}
+		r.status = got.Status
+		s.stats["skipped on re-create"]++
+	}
 }
 
 // setState records sc's new state, reading what the store keeps (anchor,
@@ -532,23 +561,6 @@ func (s *sim) setState(sc *simSched, st simState) {
 		seq int
 		st  simState
 	}{s.seq, st})
-}
-
-// avoidKnownBugs keeps the simulation's checks away from the one bug it
-// found that is not fixed (README, DELETE /schedules/:id): a run a
-// deleted schedule had queued and a "queue" schedule created again under
-// its id adopts is not held behind the new schedule's run in flight.
-// SIM_KNOWN_BUGS=1 turns it off (to check a fix).
-var avoidKnownBugs = os.Getenv("SIM_KNOWN_BUGS") == ""
-
-// knownBug: run r (key k) of sc is such an adopted run, while sc is a
-// queue schedule and r is not its run in flight.
-func (s *sim) knownBug(sc *simSched, k string, r *simRun) bool {
-	if !avoidKnownBugs || !r.adopted || sc.cur.rec.OverlapPolicy != model.OverlapQueue {
-		return false
-	}
-	inflight, _ := s.rdb.HGet(s.ctx, fmt.Sprintf("chronos:{s%02d}:sched:%s", queue.ShardOf(sc.id, simShards), sc.id), "inflight").Result()
-	return k != inflight
 }
 
 func parseMillis(v string) (time.Time, bool) {
@@ -810,18 +822,9 @@ func (s *sim) collect(sc *simSched) {
 		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
 		s.noErr(err, "read new run")
 		if old := s.runs[k]; old != nil {
-			// A run of the deleted schedule planned again by the new one:
-			// it keeps its record and becomes the new one's.
-			if old.sid != sc.id || !got.CreatedAt.Equal(old.created) || !got.FireAt.Equal(old.fireAt) {
-				s.fail("run %s re-adopted by %s with a changed record: %+v", k, sc.id, got)
-			}
-			old.gen = sc.cur.gen
-			old.overlap = sc.cur.rec.OverlapPolicy
-			old.inflightSince = s.now()
-			old.adopted = true
-			s.stats["adopted"]++
-			s.logf("%s re-adopted run %s (%s)", sc.id, got.RunAt.Format("15:04:05"), got.Status)
-			continue
+			// Creating a schedule again removed or ended the deleted one's
+			// runs that had not started: none becomes the new one's.
+			s.fail("run %s of the deleted %s (%s) is in the new schedule's history", k, sc.id, old.status)
 		}
 		fresh = append(fresh, got)
 	}
@@ -942,9 +945,8 @@ func (s *sim) checkOpen(sc *simSched) {
 		return
 	}
 	var open []*simRun
-	for k, r := range s.runs {
-		if r.sid == sc.id && r.gen == sc.cur.gen && isOpen(r.status) && r.overlap != model.OverlapAllow &&
-			!s.knownBug(sc, k, r) {
+	for _, r := range s.runs {
+		if r.sid == sc.id && r.gen == sc.cur.gen && isOpen(r.status) && r.overlap != model.OverlapAllow {
 			open = append(open, r)
 		}
 	}
@@ -998,9 +1000,8 @@ func (s *sim) checkDue(ticked map[int]bool) {
 			}
 		}
 		sc.expect = time.Time{}
-		for k, r := range s.runs {
+		for _, r := range s.runs {
 			if r.sid == sc.id && r.gen == sc.cur.gen && isOpen(r.status) && r.overlap != model.OverlapAllow &&
-				!s.knownBug(sc, k, r) &&
 				!maxTime(r.fireAt, r.inflightSince).Add(s.cfg.RunTimeout).After(now) {
 				s.fail("run %s of %s (%s since %s) is in flight past RUN_TIMEOUT", r.runAt.Format(time.RFC3339), sc.id, r.status, r.inflightSince)
 			}

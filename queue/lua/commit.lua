@@ -95,12 +95,14 @@ for p = 1, tonumber(ARGV[7]) do
         mark = '-'
       elseif redis.call('EXISTS', rkey) == 1 then
         if redis.call('HGET', rkey, 'sid') == id then
-          -- Planned again by a schedule deleted and created again: the
-          -- run is this schedule's, in its history and kept with it.
+          -- Planned again: after a resume, or by a schedule created
+          -- again while a launcher held the deleted one's run (upsert.lua
+          -- removes the others). The run is this schedule's, in its
+          -- history and kept with it.
           redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
           redis.call('PERSIST', rkey)
-          -- Enqueued by the old schedule, SKIPPED by this one's plan
-          -- (overlap_policy skip, a run in flight): not started.
+          -- Enqueued before, SKIPPED by this plan (overlap_policy skip,
+          -- a run in flight): not started.
           -- (One a launcher has taken already is left as it is.)
           if st == 'SKIPPED' and redis.call('HGET', rkey, 'st') == 'ENQUEUED' and
             redis.call('HGET', tpfx .. key, 'state') ~= 'active' then

@@ -7,18 +7,23 @@
 -- KEYS[2] -> due zset
 -- KEYS[3] -> run history zset
 -- KEYS[4] -> the shard's version counter
+-- KEYS[5] -> asynq:{<queue>}:pending
+-- KEYS[6] -> asynq:{<queue>}:scheduled
+-- KEYS[7] -> asynq:{<queue>}:retry
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> now, ms (created_at / updated_at)
 -- ARGV[3] -> anchor, ms (used when the timing is new)
 -- ARGV[4] -> next fire time in ms if the timing is new ("" = none)
 -- ARGV[5] -> timing key (equal keys, equal fire times)
 -- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
--- ARGV[7] -> n, the number of definition fields the new body leaves out,
+-- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
+-- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[9] -> n, the number of definition fields the new body leaves out,
 --            then their names
--- ARGV[8+n..] -> the new definition's field, value pairs
+-- ARGV[10+n..] -> the new definition's field, value pairs
 -- Output: {0 unchanged | 1 updated | 2 created, the hash as field, value pairs}
-local n = tonumber(ARGV[7])
-local first = 8 + n
+local n = tonumber(ARGV[9])
+local first = 10 + n
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if exists then
   local same = true
@@ -28,7 +33,7 @@ if exists then
       break
     end
   end
-  for i = 8, 7 + n do
+  for i = 10, 9 + n do
     if same and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
       same = false
     end
@@ -40,7 +45,7 @@ end
 local timing = not exists or redis.call('HGET', KEYS[1], 'tk') ~= ARGV[5]
 local jitter = redis.call('HGET', KEYS[1], 'j')
 if n > 0 then
-  redis.call('HDEL', KEYS[1], unpack(ARGV, 8, 7 + n))
+  redis.call('HDEL', KEYS[1], unpack(ARGV, 10, 9 + n))
 end
 redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
 -- Versions come from a counter of the shard, not the hash, so a schedule
@@ -58,7 +63,35 @@ if not exists then
   redis.call('HSET', KEYS[1], 'cr', ARGV[2])
   -- A schedule deleted earlier under this id left its history to expire
   -- with its runs' records: the new one starts its own (the old records
-  -- stay readable by key until they expire).
+  -- stay readable by key until they expire). Its runs that have not
+  -- started are not the new schedule's, which plans its own times by its
+  -- own definition and policy: one for a time after now (enqueued ahead)
+  -- is removed with its asynq task, so the new schedule can plan that time
+  -- afresh; one due is recorded SKIPPED, as a launcher taking it would
+  -- have (its task finds it ended). One a launcher holds (task active) is
+  -- left to that launcher.
+  for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    local rkey, tkey = ARGV[7] .. k, ARGV[8] .. k
+    local r = redis.call('HMGET', rkey, 'st', 'at')
+    local state = redis.call('HGET', tkey, 'state')
+    if r[1] == 'ENQUEUED' and state ~= 'active' then
+      if tonumber(r[2]) > tonumber(ARGV[2]) then
+        if state == 'scheduled' then
+          redis.call('ZREM', KEYS[6], k)
+        elseif state == 'pending' then
+          redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
+        elseif state == 'retry' then
+          redis.call('ZREM', KEYS[7], k)
+        end
+        if state == 'scheduled' or state == 'pending' or state == 'retry' then
+          redis.call('DEL', tkey)
+        end
+        redis.call('DEL', rkey)
+      else
+        redis.call('HSET', rkey, 'st', 'SKIPPED', 'err', 'schedule deleted before the run started', 'up', ARGV[2])
+      end
+    end
+  end
   redis.call('DEL', KEYS[3])
 end
 if timing then

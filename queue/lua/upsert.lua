@@ -75,7 +75,7 @@ if not exists then
     local r = redis.call('HMGET', rkey, 'st', 'at')
     local state = redis.call('HGET', tkey, 'state')
     if r[1] == 'ENQUEUED' and state ~= 'active' then
-      if tonumber(r[2]) > tonumber(ARGV[2]) then
+      if tonumber(r[2] or '0') > tonumber(ARGV[2]) then
         if state == 'scheduled' then
           redis.call('ZREM', KEYS[6], k)
         elseif state == 'pending' then

@@ -190,7 +190,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 // their schedules; it returns the failed runs' keys.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
 	keys, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason).StringSlice()
+		shardPrefix(shard), ms(now), limit, reason, asynqTaskKeyPrefix(s.cfg.QueueName)).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}

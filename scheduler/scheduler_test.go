@@ -365,13 +365,15 @@ func TestARunHeldBehindARunThatTimedOutUnstartedFollowsTheCatchupPolicy(t *testi
 }
 
 // A "queue" run whose executor calls failed (a launcher is retrying it:
-// still ENQUEUED) was being started: when RUN_TIMEOUT fails it, the run
-// held behind it waited, as behind a STARTED one, and starts.
+// still ENQUEUED), or whose first call is in progress (its task active),
+// was being started: when RUN_TIMEOUT fails it, the run held behind it
+// waited, as behind a STARTED one, and starts.
 func TestARunHeldBehindARunBeingRetriedStartsWhenItTimesOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, &Config{RunTimeout: 5 * time.Minute}, nil)
-	for _, id := range []string{"started", "retrying"} {
+	ids := []string{"started", "retrying", "launching"}
+	for _, id := range ids {
 		b.upsert(t, model.ScheduleRecord{ID: id, CronExpr: "*/2 * * * *",
 			OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone})
 	}
@@ -380,9 +382,10 @@ func TestARunHeldBehindARunBeingRetriedStartsWhenItTimesOut(t *testing.T) {
 	require.NoError(t, b.store.RecordFailedAttempt(ctx, &queue.TaskPayload{
 		IdempotencyKey: model.IdempotencyKey("retrying", start.Add(2*time.Minute)), ScheduleID: "retrying"},
 		b.clock.Now().Add(time.Minute)))
+	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+model.IdempotencyKey("launching", start.Add(2*time.Minute)), "state", "active").Err())
 	// 00:04 is held behind 00:02; at 00:07 RUN_TIMEOUT fails 00:02.
 	b.runUntil(t, start.Add(7*time.Minute+30*time.Second), 30*time.Second)
-	for _, id := range []string{"started", "retrying"} {
+	for _, id := range ids {
 		runs, err := b.store.ListRuns(ctx, id, 100)
 		require.NoError(t, err)
 		byTime := map[time.Time]*model.Run{}

@@ -7,6 +7,7 @@
 -- ARGV[2] -> now, ms
 -- ARGV[3] -> at most this many schedules
 -- ARGV[4] -> error to record
+-- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- Output: idempotency keys marked FAILED
 local pfx = ARGV[1]
 local out = {}
@@ -21,7 +22,10 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
       out[#out + 1] = inflight
     end
     local att = tonumber(redis.call('HGET', rkey, 'att') or '0')
-    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att), ARGV[2])
+    -- Still ENQUEUED with its task active: a launcher holds it, its first
+    -- executor call in progress. It was being started, as one retried is.
+    local launching = st == 'ENQUEUED' and redis.call('HGET', ARGV[5] .. inflight, 'state') == 'active'
+    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att) or launching, ARGV[2])
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

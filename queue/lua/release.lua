@@ -14,7 +14,8 @@
 -- schedule no longer plans it (paused, timing changed: unplanned, see
 -- status.lua's ARGV[8]): the held run waited for it, so yes. Still
 -- ENQUEUED (RUN_TIMEOUT): only if a launcher was retrying its executor
--- call (att failed attempts), not if no launcher took it. A record gone
+-- call (att failed attempts), not if no launcher took it (expire_inflight
+-- also counts one a launcher holds, its first call in progress). A record gone
 -- (trimmed, expired): no. Any other status: yes.
 local function ran(st, unplanned, att)
   if not st then

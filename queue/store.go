@@ -151,13 +151,13 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	}
 	q := s.cfg.QueueName
 	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
-		runKey(sh, ""), asynqTaskKeyPrefix(q), len(left)}
+		runKey(sh, ""), asynqTaskKeyPrefix(q), manualKeyPrefix(q), len(left)}
 	args = append(args, left...)
 	for _, v := range pairs {
 		args = append(args, v)
 	}
 	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
-		asynqPendingKey(q), asynqScheduledKey(q), asynqRetryKey(q)}, args...).Slice()
+		asynqPendingKey(q), asynqScheduledKey(q), asynqRetryKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
@@ -222,6 +223,62 @@ func TestARecreatedScheduleDoesNotTakeOverTheDeletedOnesRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run of the deleted schedule that a launcher SKIPPED ahead of its time
+// (moved to pending from the dashboard, it found its schedule gone) did
+// not run: a schedule created again under the id plans that time afresh,
+// rather than take the SKIPPED record for its own run and never run it.
+// A run SKIPPED because a manual run took its key is removed too, but the
+// manual run's task, which has that key, stays.
+func TestARecreatedSchedulePlansAgainATimeALauncherSkippedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil, &queue.Config{Lookahead: time.Minute})
+	at := func(i int) time.Time { return start.Add(time.Duration(i) * 20 * time.Second) }
+	i := 4 // a time whose key lives in another shard than "d", so its SKIPPED record is d's
+	for queue.ShardOf(model.IdempotencyKey("d", at(i)), 4) == queue.ShardOf("d", 4) {
+		i++
+	}
+	skipped, taken := model.IdempotencyKey("d", at(i-1)), model.IdempotencyKey("d", at(i))
+	_, started, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+		ScheduledFor: at(i), IdempotencyKey: taken})
+	require.NoError(t, err)
+	require.True(t, started)
+	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *"})
+	b.runUntil(t, at(i-2).Add(5*time.Second), 5*time.Second) // at(i-1) and at(i) planned ahead
+	r, err := b.store.GetScheduleRun(ctx, "d", taken)
+	require.NoError(t, err)
+	require.Equal(t, model.RunSkipped, r.Status, "the manual run has the key")
+
+	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
+	// A launcher takes at(i-1) early and skips it: its schedule is gone.
+	r, err = b.store.UpdateRunStatus(ctx, skipped, queue.StatusUpdate{Status: model.RunSkipped, From: model.RunEnqueued,
+		Error: "schedule deleted"})
+	require.NoError(t, err)
+	require.Equal(t, model.RunSkipped, r.Status)
+	tkey := "asynq:{chronos}:t:" + skipped
+	require.NoError(t, b.rdb.ZRem(ctx, "asynq:{chronos}:scheduled", skipped).Err())
+	require.NoError(t, b.rdb.HSet(ctx, tkey, "state", "completed").Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, "asynq:{chronos}:completed", redis.Z{Score: float64(at(i + 100).Unix()), Member: skipped}).Err())
+
+	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *"})
+	_, _, err = b.store.GetRun(ctx, skipped)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the SKIPPED run ahead is removed")
+	require.Zero(t, b.rdb.Exists(ctx, tkey).Val(), "and its completed task")
+	require.Zero(t, b.rdb.ZScore(ctx, "asynq:{chronos}:completed", skipped).Val())
+	_, err = b.store.GetScheduleRun(ctx, "d", taken)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the run SKIPPED for the manual run's key is removed")
+	require.Equal(t, "scheduled", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+taken, "state").Val(), "the manual run's task stays")
+
+	b.runUntil(t, at(i-2).Add(10*time.Second), 5*time.Second)
+	r, err = b.store.GetScheduleRun(ctx, "d", skipped)
+	require.NoError(t, err)
+	require.Equal(t, model.RunEnqueued, r.Status, "the new schedule plans at(i-1)")
+	require.Equal(t, "scheduled", b.rdb.HGet(ctx, tkey, "state").Val(), "with a task")
+	r, err = b.store.GetScheduleRun(ctx, "d", taken)
+	require.NoError(t, err)
+	require.Equal(t, model.RunSkipped, r.Status, "at(i): the manual run still has the key")
 }
 
 // A run of the deleted schedule that a launcher holds when the schedule is

@@ -154,6 +154,7 @@ type simRun struct {
 	inflightSince time.Time
 	lost          bool // the simulated launcher never reports it again
 	attempts      int  // failed executor attempts recorded (it is being retried)
+	task          bool // created ENQUEUED, with its asynq task
 }
 
 type simTick struct {
@@ -513,12 +514,35 @@ func (s *sim) upsert(sc *simSched, rec model.ScheduleRecord) {
 func (s *sim) recreated(sc *simSched) {
 	now := s.now()
 	for k, r := range s.runs {
-		if r.sid != sc.id || r.status != model.RunEnqueued {
+		if r.sid != sc.id || r.status != model.RunEnqueued && r.status != model.RunSkipped {
 			continue
 		}
 		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
+		if r.status == model.RunSkipped && r.runAt.After(now) {
+			// SKIPPED by a launcher (the schedule was gone): the time is
+			// the new schedule's to plan.
+			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
+			if s.manual[k] {
+				task = 0 // the manual run's task, which stays
+			}
+			if !errors.Is(err, queue.ErrNotFound) || task != 0 {
+				s.fail("SKIPPED run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", k, sc.id, err, task)
+			}
+			delete(s.runs, k)
+			if r.task {
+				s.enqueued--
+			}
+			s.stats["skipped ahead removed on re-create"]++
+			continue
+		}
+		if r.status == model.RunSkipped {
+			continue
+		}
 		if r.runAt.After(now) {
 			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
+			if s.manual[k] {
+				task = 0 // the manual run's task, which stays
+			}
 			if !errors.Is(err, queue.ErrNotFound) || task != 0 {
 				s.fail("run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", k, sc.id, err, task)
 			}
@@ -904,6 +928,7 @@ func (s *sim) checkNewRun(sc *simSched, got *model.Run) {
 	switch got.Status {
 	case model.RunEnqueued:
 		s.enqueued++
+		r.task = true
 		state, err := s.rdb.HGet(s.ctx, "asynq:{chronos}:t:"+r.key, "state").Result()
 		if err != nil || state == "archived" || state == "completed" {
 			s.fail("%s: no live asynq task (%q, %v)", desc, state, err)

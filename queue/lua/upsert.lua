@@ -10,6 +10,8 @@
 -- KEYS[5] -> asynq:{<queue>}:pending
 -- KEYS[6] -> asynq:{<queue>}:scheduled
 -- KEYS[7] -> asynq:{<queue>}:retry
+-- KEYS[8] -> asynq:{<queue>}:archived
+-- KEYS[9] -> asynq:{<queue>}:completed
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> now, ms (created_at / updated_at)
 -- ARGV[3] -> anchor, ms (used when the timing is new)
@@ -18,12 +20,13 @@
 -- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
 -- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
--- ARGV[9] -> n, the number of definition fields the new body leaves out,
---            then their names
--- ARGV[10+n..] -> the new definition's field, value pairs
+-- ARGV[9] -> manual mark prefix ("chronos:{<queue>}:manual:")
+-- ARGV[10] -> n, the number of definition fields the new body leaves out,
+--             then their names
+-- ARGV[11+n..] -> the new definition's field, value pairs
 -- Output: {0 unchanged | 1 updated | 2 created, the hash as field, value pairs}
-local n = tonumber(ARGV[9])
-local first = 10 + n
+local n = tonumber(ARGV[10])
+local first = 11 + n
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if exists then
   local same = true
@@ -33,7 +36,7 @@ if exists then
       break
     end
   end
-  for i = 10, 9 + n do
+  for i = 11, 10 + n do
     if same and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
       same = false
     end
@@ -45,7 +48,7 @@ end
 local timing = not exists or redis.call('HGET', KEYS[1], 'tk') ~= ARGV[5]
 local jitter = redis.call('HGET', KEYS[1], 'j')
 if n > 0 then
-  redis.call('HDEL', KEYS[1], unpack(ARGV, 10, 9 + n))
+  redis.call('HDEL', KEYS[1], unpack(ARGV, 11, 10 + n))
 end
 redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
 -- Versions come from a counter of the shard, not the hash, so a schedule
@@ -64,30 +67,33 @@ if not exists then
   -- A schedule deleted earlier under this id left its history to expire
   -- with its runs' records: the new one starts its own (the old records
   -- stay readable by key until they expire). Its runs that have not
-  -- started are not the new schedule's, which plans its own times by its
+  -- started (ENQUEUED, or SKIPPED: by a launcher, as its schedule was
+  -- deleted) are not the new schedule's, which plans its own times by its
   -- own definition and policy: one for a time after now (enqueued ahead)
   -- is removed with its asynq task, so the new schedule can plan that time
-  -- afresh; one due is recorded SKIPPED, as a launcher taking it would
+  -- afresh (a record left there would be taken for the new run's); one
+  -- due and ENQUEUED is recorded SKIPPED, as a launcher taking it would
   -- have (its task finds it ended). One a launcher holds (task active) is
-  -- left to that launcher.
+  -- left to that launcher. A SKIPPED run whose key a manual run took
+  -- (commit.lua's taken: the mark lives with that run) shares its key
+  -- with that run's task, which stays.
+  local lists = {scheduled = KEYS[6], retry = KEYS[7], archived = KEYS[8], completed = KEYS[9]}
   for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
     local rkey, tkey = ARGV[7] .. k, ARGV[8] .. k
     local r = redis.call('HMGET', rkey, 'st', 'at')
     local state = redis.call('HGET', tkey, 'state')
-    if r[1] == 'ENQUEUED' and state ~= 'active' then
+    if (r[1] == 'ENQUEUED' or r[1] == 'SKIPPED') and state ~= 'active' then
       if tonumber(r[2] or '0') > tonumber(ARGV[2]) then
-        if state == 'scheduled' then
-          redis.call('ZREM', KEYS[6], k)
-        elseif state == 'pending' then
-          redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
-        elseif state == 'retry' then
-          redis.call('ZREM', KEYS[7], k)
-        end
-        if state == 'scheduled' or state == 'pending' or state == 'retry' then
+        if state and (r[1] == 'ENQUEUED' or redis.call('EXISTS', ARGV[9] .. k) == 0) then
+          if state == 'pending' then
+            redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
+          elseif lists[state] then
+            redis.call('ZREM', lists[state], k)
+          end
           redis.call('DEL', tkey)
         end
         redis.call('DEL', rkey)
-      else
+      elseif r[1] == 'ENQUEUED' then
         redis.call('HSET', rkey, 'st', 'SKIPPED', 'err', 'schedule deleted before the run started', 'up', ARGV[2])
       end
     end

@@ -812,36 +812,36 @@ func (c *chaosCluster) auditPolicies(schedules []*policySchedule, byID map[strin
 				sc = append(sc, call)
 			}
 		}
-		for i, ev := range events {
-			if ev.kind != "pause" {
-				continue
-			}
-			until := tEnd.Add(time.Hour)
+		// after returns the calls that reached the executor once event i
+		// took effect (policyInFlight after it was done) and before the
+		// next event of kind next began.
+		after := func(i int, next string) (until time.Time, in []policyCall) {
+			until = tEnd.Add(time.Hour)
 			for _, later := range events[i+1:] {
-				if later.kind == "resume" {
+				if later.kind == next {
 					until = later.begin
 					break
 				}
 			}
 			for _, call := range sc {
-				require.False(t, call.at.After(ev.done.Add(policyInFlight)) && call.at.Before(until),
-					"run of %s at %s reached the executor at %s, while the schedule was paused (%s to %s)",
-					s.id, call.runAt.Format(time.TimeOnly), call.at.Format(time.TimeOnly+".000"), ev.done.Format(time.TimeOnly+".000"), until.Format(time.TimeOnly+".000"))
+				if call.at.After(events[i].done.Add(policyInFlight)) && call.at.Before(until) {
+					in = append(in, call)
+				}
 			}
+			return until, in
 		}
 		for i, ev := range events {
-			if ev.kind != "upsert" {
-				continue
-			}
-			until := tEnd.Add(time.Hour)
-			for _, later := range events[i+1:] {
-				if later.kind == "upsert" {
-					until = later.begin
-					break
+			switch ev.kind {
+			case "pause":
+				until, in := after(i, "resume")
+				for _, call := range in {
+					require.Fail(t, "run reached the executor while its schedule was paused",
+						"run of %s at %s reached the executor at %s, while the schedule was paused (%s to %s)",
+						s.id, call.runAt.Format(time.TimeOnly), call.at.Format(time.TimeOnly+".000"), ev.done.Format(time.TimeOnly+".000"), until.Format(time.TimeOnly+".000"))
 				}
-			}
-			for _, call := range sc {
-				if call.at.After(ev.done.Add(policyInFlight)) && call.at.Before(until) {
+			case "upsert":
+				_, in := after(i, "upsert")
+				for _, call := range in {
 					require.True(t, isFireTime(t, ev.cron, s.zone, call.runAt),
 						"run of %s at %s reached the executor at %s, after its timing became %q (%s)",
 						s.id, call.runAt.Format(time.TimeOnly), call.at.Format(time.TimeOnly+".000"), ev.cron, ev.done.Format(time.TimeOnly+".000"))

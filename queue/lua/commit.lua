@@ -36,12 +36,17 @@ local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
 -- manual run's, or run it again). (When the manual run's record is in
 -- this shard it is found as existing, with another sid: nothing is
 -- written, and it is never this schedule's in-flight run.)
+-- A plan's would-be in-flight run is asked twice (once to choose it,
+-- once to write it): the answer is kept.
 local mpfx = ARGV[6]
+local takenSeen = {}
 local function taken(key)
-  if redis.call('EXISTS', mpfx .. key) == 1 then
-    return true
+  local v = takenSeen[key]
+  if v == nil then
+    v = redis.call('EXISTS', mpfx .. key) == 1 or task_live(tpfx .. key) or false
+    takenSeen[key] = v
   end
-  return (task_live(tpfx .. key))
+  return v
 end
 local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
 local trimScan = 20

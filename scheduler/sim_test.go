@@ -508,9 +508,10 @@ func (s *sim) upsert(sc *simSched, rec model.ScheduleRecord) {
 }
 
 // recreated checks what creating sc again under its id did to the runs
-// the deleted schedule left ENQUEUED (no launcher holds any here): one
-// for a time after now is gone, record and task, for the new schedule to
-// plan afresh; one due is SKIPPED.
+// the deleted schedule left not started (no launcher holds any here):
+// ENQUEUED, or SKIPPED by a launcher or by a plan. One for a time after
+// now is gone, record and task (a manual run's task under its key stays),
+// for the new schedule to plan afresh; one due and ENQUEUED is SKIPPED.
 func (s *sim) recreated(sc *simSched) {
 	now := s.now()
 	for k, r := range s.runs {
@@ -518,37 +519,22 @@ func (s *sim) recreated(sc *simSched) {
 			continue
 		}
 		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
-		if r.status == model.RunSkipped && r.runAt.After(now) {
-			// SKIPPED by a launcher (the schedule was gone): the time is
-			// the new schedule's to plan.
+		if r.runAt.After(now) {
 			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
 			if s.manual[k] {
-				task = 0 // the manual run's task, which stays
+				task = 0
 			}
 			if !errors.Is(err, queue.ErrNotFound) || task != 0 {
-				s.fail("SKIPPED run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", k, sc.id, err, task)
+				s.fail("%s run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", r.status, k, sc.id, err, task)
 			}
 			delete(s.runs, k)
 			if r.task {
 				s.enqueued--
 			}
-			s.stats["skipped ahead removed on re-create"]++
+			s.stats["removed on re-create"]++
 			continue
 		}
 		if r.status == model.RunSkipped {
-			continue
-		}
-		if r.runAt.After(now) {
-			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
-			if s.manual[k] {
-				task = 0 // the manual run's task, which stays
-			}
-			if !errors.Is(err, queue.ErrNotFound) || task != 0 {
-				s.fail("run %s of the deleted %s, ahead of its re-creation, was not removed (record: %v, task: %d)", k, sc.id, err, task)
-			}
-			delete(s.runs, k)
-			s.enqueued-- // its task went with it
-			s.stats["removed on re-create"]++
 			continue
 		}
 		s.noErr(err, "read run")

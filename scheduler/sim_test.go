@@ -833,8 +833,16 @@ func (s *sim) collect(sc *simSched) {
 		s.noErr(err, "read new run")
 		if old := s.runs[k]; old != nil {
 			// Creating a schedule again removed or ended the deleted one's
-			// runs that had not started: none becomes the new one's.
-			s.fail("run %s of the deleted %s (%s) is in the new schedule's history", k, sc.id, old.status)
+			// runs that had not started: none becomes the new one's. One
+			// that ran (jitter fired it before its time, and before the
+			// re-creation) is the run of its key: planned again, it keeps
+			// its record (not of the new definition's making: unchecked).
+			if old.status == model.RunEnqueued || old.status == model.RunSkipped {
+				s.fail("run %s of the deleted %s (%s) is in the new schedule's history", k, sc.id, old.status)
+			}
+			s.logf("%s planned again run %s of the deleted one (%s)", sc.id, got.RunAt.Format("15:04:05"), got.Status)
+			s.stats["ran before re-creation, planned again"]++
+			continue
 		}
 		fresh = append(fresh, got)
 	}

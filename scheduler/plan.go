@@ -131,7 +131,10 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			}
 		}
 		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued, CaughtUp: dt.missed}
-		if inflight != "" && rec.OverlapPolicy != model.OverlapAllow {
+		// The run in flight may be this very run, planned again: enqueued
+		// ahead of its time (jitter), then its timing changed to one that
+		// plans that time too. It is in flight, not behind itself.
+		if inflight != "" && inflight != key && rec.OverlapPolicy != model.OverlapAllow {
 			if rec.OverlapPolicy == model.OverlapQueue {
 				p.Hold = true
 				p.NewNext = dt.at
@@ -140,7 +143,7 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 			run.Status = model.RunSkipped
 			run.Error = fmt.Sprintf("skipped: run %s is still in flight (overlap_policy skip)", inflight)
 		} else {
-			if rec.OverlapPolicy != model.OverlapAllow {
+			if rec.OverlapPolicy != model.OverlapAllow && inflight != key {
 				inflight = key
 				p.Inflight = key
 				p.InflightDeadline = maxTime(fire, now).Add(pl.cfg.RunTimeout)

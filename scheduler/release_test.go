@@ -350,3 +350,57 @@ func TestANextTimeSetWhileHeldIsNotReleasedLate(t *testing.T) {
 		}
 	}
 }
+
+// A run enqueued ahead of its time (jitter) is the schedule's run in
+// flight; a timing change that plans that time again (here a zone with
+// the same minutes) plans the same run, which is not behind itself: it
+// stays ENQUEUED and in flight, and the next run is SKIPPED or held
+// behind it, not behind a run that never starts (seed 432 of the
+// simulation recorded it SKIPPED "behind" itself, and every run after it
+// SKIPPED for RUN_TIMEOUT).
+func TestARunInFlightPlannedAgainByATimingChangeIsNotBehindItself(t *testing.T) {
+	t.Parallel()
+	const jitter = 30 * time.Second
+	second := start.Add(2 * time.Minute)
+	var id string
+	for i := 0; ; i++ { // 00:02 jittered into [00:01:30, 00:01:40)
+		off := model.JitterOffset(model.IdempotencyKey(fmt.Sprintf("ri%d", i), second), jitter)
+		if off < -20*time.Second {
+			id = fmt.Sprintf("ri%d", i)
+			break
+		}
+	}
+	key := model.IdempotencyKey(id, second)
+	for _, policy := range []model.OverlapPolicy{model.OverlapSkip, model.OverlapQueue} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, nil)
+			b.clock.Advance(time.Minute + 30*time.Second)
+			rec := model.ScheduleRecord{ID: id, CronExpr: "* * * * *", OverlapPolicy: policy, JitterMs: jitter.Milliseconds()}
+			b.upsert(t, rec)
+			b.runUntil(t, start.Add(time.Minute+45*time.Second), time.Second)
+			queuetest.RequireRuns(t, b.store, id, model.RunEnqueued, "2024-03-09T00:02:00Z")
+
+			rec.Timezone = "Asia/Kolkata" // a new timing key, the same minutes
+			b.upsert(t, rec)
+			b.runUntil(t, start.Add(3*time.Minute+45*time.Second), time.Second)
+			want := []string{"2024-03-09T00:02:00Z"} // "queue": 00:03 held
+			if policy == model.OverlapSkip {
+				want = append(want, "2024-03-09T00:03:00Z")
+			}
+			runs := queuetest.RequireRuns(t, b.store, id, "", want...)
+			require.Equal(t, model.RunEnqueued, runs[0].Status, "00:02, planned again, %s", runs[0].Error)
+			queuetest.RequireTask(t, b.rdb, "chronos", key)
+			if policy == model.OverlapSkip {
+				require.Equal(t, model.RunSkipped, runs[1].Status)
+				require.Contains(t, runs[1].Error, key, "00:03 is skipped behind 00:02")
+			}
+
+			b.report(t, id, key, model.RunSuccess)
+			b.runUntil(t, start.Add(4*time.Minute+45*time.Second), time.Second)
+			runs, err := b.store.ListRuns(context.Background(), id, 10)
+			require.NoError(t, err)
+			require.Equal(t, model.RunEnqueued, runs[0].Status, "the run after 00:02 ended is enqueued")
+		})
+	}
+}

@@ -1108,12 +1108,14 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 		// A skip schedule plans its runs in run_at order, each at its
 		// jittered fire time: a run jittered early waits behind an earlier
 		// one jittered late (plan.go: "it waits its turn"), so a tick
-		// before that one is due proves nothing.
+		// before that one is due proves nothing. (A record of that run
+		// made by the schedule deleted before is not its planning: it ran
+		// early, and the new schedule plans that time at its own turn.)
 		blocked := false
 		if st.rec.OverlapPolicy == model.OverlapSkip && jitter > 0 {
 			for u := st.sched.Next(maxTime(st.epochStart, t.Add(-2*jitter-time.Second))); !u.IsZero() && u.Before(t); u = st.sched.Next(u) {
 				k := model.IdempotencyKey(sc.id, u)
-				if r := s.runs[k]; (r == nil || r.created.After(tk.at)) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
+				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.created.After(tk.at)) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
 					blocked = true
 					break
 				}

@@ -716,7 +716,7 @@ func (s *sim) launch() {
 			(u.Status != model.RunSkipped || u.Ran == queue.RanUnplanned) {
 			// It ran (or was no longer planned): the run held behind it
 			// starts at the next tick, whatever the catch-up policy.
-			sc.expect = sc.heldNext
+			s.release(sc)
 		}
 		got, err := s.store.UpdateRunStatus(s.ctx, k, u)
 		if errors.Is(err, queue.ErrConflict) {
@@ -726,6 +726,19 @@ func (s *sim) launch() {
 		s.noErr(err, "report status")
 		s.logf("launcher: %s run %s of %s -> %s", r.status, r.runAt.Format("15:04:05"), r.sid, got.Status)
 		r.status = got.Status
+	}
+}
+
+// release notes that sc's held run waited for the run in flight, which
+// ran: it starts at the next tick whatever the catch-up policy, if it was
+// due (its act time, next less the jitter, come) when released. A next
+// time set while held (a timing change, a resume) and not due yet is
+// planned as any run: an outage after the release makes it late
+// (unhold.lua).
+func (s *sim) release(sc *simSched) {
+	jitter := time.Duration(sc.cur.rec.JitterMs) * time.Millisecond
+	if !sc.heldNext.Add(-jitter).After(s.now()) {
+		sc.expect = sc.heldNext
 	}
 }
 
@@ -782,7 +795,7 @@ func (s *sim) refreshOpen() {
 			if sc := s.sched(r.sid); (r.status == model.RunStarted || r.attempts > 0) && strings.Contains(e, "RUN_TIMEOUT") &&
 				sc.heldBehind == r.key && sc.cur.exists && !sc.cur.paused {
 				// it ran: the run held behind it starts in the same tick
-				sc.expect = sc.heldNext
+				s.release(sc)
 			}
 			s.logf("run %s of %s: %s -> %s (%s)", r.runAt.Format("15:04:05"), r.sid, r.status, st, e)
 			if strings.Contains(e, "RUN_TIMEOUT") {

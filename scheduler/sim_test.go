@@ -538,10 +538,12 @@ func (s *sim) recreated(sc *simSched) {
 			continue
 		}
 		s.noErr(err, "read run")
-		if r.lost && r.overlap == model.OverlapAllow && got.Status == model.RunFailed && strings.Contains(got.Error, "RUN_TIMEOUT") {
+		if r.lost && r.overlap == model.OverlapAllow && (got.Status == model.RunFailed && strings.Contains(got.Error, "RUN_TIMEOUT") ||
+			got.Status == model.RunSkipped && strings.Contains(got.Error, "(overlap_policy skip)")) {
 			// Lost under "allow" (not refreshed: nothing ends it), then
-			// planned again as the run in flight of a timing change under
-			// skip/queue, it was failed at that run's deadline, before.
+			// planned again by a timing change under skip/queue, it ended
+			// before: SKIPPED behind a run in flight, or failed at the
+			// deadline of the run in flight it became.
 			r.status = got.Status
 			continue
 		}

@@ -149,6 +149,7 @@ type simRun struct {
 	gen           int
 	runAt, fireAt time.Time
 	created       time.Time
+	seq           int // s.seq when it was found: created after the tick or commit of that seq, before the next
 	status        model.RunStatus
 	overlap       model.OverlapPolicy // at creation
 	inflightSince time.Time
@@ -330,6 +331,7 @@ func (s *sim) tickReplicas() {
 			s.noErr(s.reps[j.rep].TickShard(s.ctx, j.shard), "tick")
 			s.ticks[j.shard] = append(s.ticks[j.shard], s.tickRecord(j.shard))
 			s.logf("replica %d ticked shard %d (seq %d)", j.rep, j.shard, s.seq)
+			s.collectShard(j.shard)
 			s.debugState(j.shard)
 			s.ticked[j.shard] = true
 		}
@@ -402,6 +404,7 @@ func (s *sim) staleTick(rep, shard int) {
 			s.check()
 		}
 	}
+	s.seq++ // runs the commit creates come after the ticks before it
 	applied, err := s.store.Commit(s.ctx, shard, now, plans)
 	s.noErr(err, "commit")
 	s.logf("replica %d committed shard %d: %v", rep, shard, applied)
@@ -835,6 +838,16 @@ func historyKey(id string) string {
 	return fmt.Sprintf("chronos:{s%02d}:runs:%s", queue.ShardOf(id, simShards), id)
 }
 
+// collectShard collects the runs of shard's schedules, just after a tick
+// of it: notMissed orders runs and ticks by seq.
+func (s *sim) collectShard(shard int) {
+	for _, sc := range s.scheds {
+		if queue.ShardOf(sc.id, simShards) == shard {
+			s.collect(sc)
+		}
+	}
+}
+
 // collect reads sc's run history for keys not seen before.
 func (s *sim) collect(sc *simSched) {
 	hk := historyKey(sc.id)
@@ -882,7 +895,7 @@ func (s *sim) checkNewRun(sc *simSched, got *model.Run) {
 	at := got.RunAt.UTC()
 	desc := fmt.Sprintf("run %s (fire %s, %s %q) of %s", at.Format(time.RFC3339), got.FireAt.UTC().Format(time.RFC3339Nano), got.Status, got.Error, sc.id)
 	r := &simRun{key: got.IdempotencyKey, sid: sc.id, gen: st.gen, runAt: at, fireAt: got.FireAt.UTC(), created: got.CreatedAt.UTC(),
-		status: got.Status, inflightSince: now}
+		seq: s.seq, status: got.Status, inflightSince: now}
 	s.runs[r.key] = r
 	s.created[s.step][sc.id]++
 	s.logf("new %s", desc)
@@ -1132,12 +1145,13 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 		// one jittered late (plan.go: "it waits its turn"), so a tick
 		// before that one is due proves nothing. (A record of that run
 		// made by the schedule deleted before is not its planning: it ran
-		// early, and the new schedule plans that time at its own turn.)
+		// early, and the new schedule plans that time at its own turn.
+		// Nor is one created after the tick, in the same step or later.)
 		blocked := false
 		if st.rec.OverlapPolicy == model.OverlapSkip && jitter > 0 {
 			for u := st.sched.Next(maxTime(st.epochStart, t.Add(-2*jitter-time.Second))); !u.IsZero() && u.Before(t); u = st.sched.Next(u) {
 				k := model.IdempotencyKey(sc.id, u)
-				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.created.After(tk.at)) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
+				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.seq > tk.seq) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
 					blocked = true
 					break
 				}

@@ -146,7 +146,7 @@ type simSched struct {
 
 type simRun struct {
 	key, sid      string
-	gen           int
+	gen, epoch    int // the schedule's, when the run was created
 	runAt, fireAt time.Time
 	created       time.Time
 	seq           int // s.seq when it was found: created after the tick or commit of that seq, before the next
@@ -894,7 +894,7 @@ func (s *sim) checkNewRun(sc *simSched, got *model.Run) {
 	now := s.now()
 	at := got.RunAt.UTC()
 	desc := fmt.Sprintf("run %s (fire %s, %s %q) of %s", at.Format(time.RFC3339), got.FireAt.UTC().Format(time.RFC3339Nano), got.Status, got.Error, sc.id)
-	r := &simRun{key: got.IdempotencyKey, sid: sc.id, gen: st.gen, runAt: at, fireAt: got.FireAt.UTC(), created: got.CreatedAt.UTC(),
+	r := &simRun{key: got.IdempotencyKey, sid: sc.id, gen: st.gen, epoch: st.epoch, runAt: at, fireAt: got.FireAt.UTC(), created: got.CreatedAt.UTC(),
 		seq: s.seq, status: got.Status, inflightSince: now}
 	s.runs[r.key] = r
 	s.created[s.step][sc.id]++
@@ -1146,12 +1146,15 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 		// before that one is due proves nothing. (A record of that run
 		// made by the schedule deleted before is not its planning: it ran
 		// early, and the new schedule plans that time at its own turn.
-		// Nor is one created after the tick, in the same step or later.)
+		// Nor is one planned by the schedule's timing before a change or
+		// a resume: the new timing plans that time again at its own
+		// turn (seed 3845). Nor is one created after the tick, in the
+		// same step or later.)
 		blocked := false
 		if st.rec.OverlapPolicy == model.OverlapSkip && jitter > 0 {
 			for u := st.sched.Next(maxTime(st.epochStart, t.Add(-2*jitter-time.Second))); !u.IsZero() && u.Before(t); u = st.sched.Next(u) {
 				k := model.IdempotencyKey(sc.id, u)
-				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.seq > tk.seq) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
+				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.epoch != st.epoch || r.seq > tk.seq) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
 					blocked = true
 					break
 				}

@@ -146,7 +146,7 @@ type simSched struct {
 
 type simRun struct {
 	key, sid      string
-	gen, epoch    int // the schedule's, when the run was created
+	gen, epoch    int // the schedule's, when the run was created (epochs count across generations)
 	runAt, fireAt time.Time
 	created       time.Time
 	seq           int // s.seq when it was found: created after the tick or commit of that seq, before the next
@@ -1144,17 +1144,16 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 		// jittered fire time: a run jittered early waits behind an earlier
 		// one jittered late (plan.go: "it waits its turn"), so a tick
 		// before that one is due proves nothing. (A record of that run
-		// made by the schedule deleted before is not its planning: it ran
-		// early, and the new schedule plans that time at its own turn.
-		// Nor is one planned by the schedule's timing before a change or
-		// a resume: the new timing plans that time again at its own
-		// turn (seed 3845). Nor is one created after the tick, in the
-		// same step or later.)
+		// made in an earlier epoch is not this timing's planning: by the
+		// schedule deleted before, it ran early; by the timing before a
+		// change or a resume (seed 3845). The new timing plans that time
+		// again at its own turn. Nor is one created after the tick, in
+		// the same step or later. Epochs count across re-creations.)
 		blocked := false
 		if st.rec.OverlapPolicy == model.OverlapSkip && jitter > 0 {
 			for u := st.sched.Next(maxTime(st.epochStart, t.Add(-2*jitter-time.Second))); !u.IsZero() && u.Before(t); u = st.sched.Next(u) {
 				k := model.IdempotencyKey(sc.id, u)
-				if r := s.runs[k]; (r == nil || r.gen != st.gen || r.epoch != st.epoch || r.seq > tk.seq) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
+				if r := s.runs[k]; (r == nil || r.epoch != st.epoch || r.seq > tk.seq) && jittered(st.rec, k, u, jitter, st.began).After(tk.at) {
 					blocked = true
 					break
 				}

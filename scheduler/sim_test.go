@@ -114,8 +114,8 @@ func TestSim(t *testing.T) {
 // simState is a schedule's state as the model knows it at one moment.
 type simState struct {
 	exists, paused bool
-	gen            int // bumped by delete and re-create
-	epoch          int // bumped by creation, a timing change and a resume
+	gen            int // bumped by each creation (a re-create after delete starts a new one)
+	epoch          int // bumped by creation, a timing change and a resume: it never repeats, so an equal epoch means an equal gen
 	epochStart     time.Time
 	rec            *model.ScheduleRecord // as stored (anchor included)
 	sched          model.Schedule
@@ -575,7 +575,7 @@ func (s *sim) setState(sc *simSched, st simState) {
 		}
 		st.paused = h["paused"] != ""
 	}
-	if st.epoch != sc.cur.epoch || st.gen != sc.cur.gen {
+	if st.epoch != sc.cur.epoch {
 		sc.verified = st.epochStart
 	}
 	sc.cur = st
@@ -1122,7 +1122,7 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 				st = &sc.hist[i].st
 			}
 		}
-		if st == nil || !st.exists || st.paused || st.gen != sc.cur.gen || st.epoch != sc.cur.epoch {
+		if st == nil || !st.exists || st.paused || st.epoch != sc.cur.epoch {
 			continue
 		}
 		if st.rec.OverlapPolicy == model.OverlapQueue || tk.limited[sc.id] {

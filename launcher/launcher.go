@@ -62,12 +62,15 @@ type Config struct {
 	Executor Executor
 }
 
-// Launcher is one launcher replica: an asynq server for run tasks.
+// Launcher is one launcher replica: its lane takes run tasks off asynq's
+// queue in batches and starts them (lane.go); its asynq server, with one
+// worker, does asynq's housekeeping for the queue.
 type Launcher struct {
 	store   *queue.Store
 	cfg     Config
 	logger  *slog.Logger
 	srv     *asynq.Server
+	lane    *lane
 	metrics *metrics
 
 	// id names this launcher in the skew heartbeat; fleetSkew is the
@@ -101,8 +104,14 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg), id: newReplicaID()}
+	l.lane = newLane(l)
+	// The server's worker starts runs as the lane's do (handle); the
+	// server is there for what asynq's servers do for a queue besides:
+	// recover the tasks of launchers that died (lease expired), make
+	// retries and tasks enqueued ahead pending when due, delete completed
+	// tasks past their retention, and list the launcher in asynqmon.
 	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
-		Concurrency:              c.Concurrency,
+		Concurrency:              1,
 		Queues:                   map[string]int{store.Config().QueueName: 1},
 		TaskCheckInterval:        c.PollInterval,
 		DelayedTaskCheckInterval: c.ForwardInterval,
@@ -138,6 +147,7 @@ func (l *Launcher) Start(ctx context.Context) error {
 	if err := l.srv.Start(mux); err != nil {
 		return fmt.Errorf("start launcher: %w", err)
 	}
+	l.lane.start(ctx)
 	ctx, l.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	l.loops.Go(func() { l.archivedLoop(ctx) })
 	l.loops.Go(func() { l.skewLoop(ctx) })
@@ -150,25 +160,50 @@ func (l *Launcher) Stop() {
 	if l.stopLoops != nil {
 		l.stopLoops()
 		l.loops.Wait()
+		var lane sync.WaitGroup
+		lane.Go(l.lane.stop)
+		defer lane.Wait()
 	}
 	l.srv.Shutdown()
 }
 
-// handle carries out one run task.
+// handle carries out a run task asynq's server gives this launcher.
 func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 	p, err := queue.DecodeTaskPayload(t.Payload())
 	if err != nil {
 		l.logger.ErrorContext(ctx, "dropping malformed run task", "err", err)
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return l.launch(ctx, attempt{p: p, retried: retried, maxRetry: maxRetry})
+}
+
+// attempt is one try at starting a run: its task's payload, asynq's
+// counts of the task's attempts, and the run's launch state when it was
+// read with the task (else launch reads it).
+type attempt struct {
+	p                 *queue.TaskPayload
+	retried, maxRetry int
+	state             *queue.LaunchState
+}
+
+// launch carries out one attempt of a run task. Its error means what a
+// handler's error means to asynq: retry the task (archive it with
+// asynq.SkipRetry or when its retries are spent).
+func (l *Launcher) launch(ctx context.Context, a attempt) error {
+	p := a.p
 	if err := l.waitForFireTime(ctx, p); err != nil {
 		return err
 	}
 	started := l.store.Clock().Now()
 
-	st, err := l.store.LoadLaunch(ctx, p)
-	if err != nil {
-		return err
+	st := a.state
+	if st == nil {
+		var err error
+		if st, err = l.store.LoadLaunch(ctx, p); err != nil {
+			return err
+		}
 	}
 	if st.Status == "" {
 		// Records are written with their tasks, so the run ended and its
@@ -228,6 +263,7 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		// another version (or user) applies to this run too.
 		if now := (runTarget{st.Schedule.WorkflowID, string(st.Schedule.Version), st.Schedule.UserID}); now != target {
 			target = now
+			var err error
 			if dag, err = l.store.GetWorkflow(ctx, target.workflowID, target.version); errors.Is(err, queue.ErrNotFound) {
 				dag = nil
 			} else if err != nil {
@@ -239,7 +275,7 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
 			target.workflowID, target.version, target.workflowID, target.version))
 	}
-	if retried, _ := asynq.GetRetryCount(ctx); firstAttempt && retried == 0 {
+	if firstAttempt && a.retried == 0 {
 		l.metrics.startDelay.Observe(max(started.Sub(due), 0).Seconds())
 	}
 	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
@@ -256,14 +292,13 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
 			return err
 		}
-		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		if isPermanent(err) || retried >= maxRetry {
+		retried := a.retried
+		if isPermanent(err) || retried >= a.maxRetry {
 			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err))
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
-		if err := l.recordFailedAttempt(ctx, p, l.store.Clock().Now().Add(retryDelay(retried, err, t))); err != nil {
+		if err := l.recordFailedAttempt(ctx, p, l.store.Clock().Now().Add(retryDelay(retried, err, nil))); err != nil {
 			l.logger.WarnContext(ctx, "failed attempt not recorded; the retry will be judged late or not from the run's due time",
 				"idempotency_key", p.IdempotencyKey, "err", err)
 		}

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"errors"
+	"slices"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -9,7 +11,9 @@ import (
 // asynq's Redis layout and task encoding, written by chronos directly so
 // that a page of runs reaches asynq in one script call instead of one call
 // per task (asynq's Client has no batch enqueue), and read back the same
-// way for archived tasks (asynq's Inspector reads one task per call). This
+// way for archived tasks (asynq's Inspector reads one task per call); and
+// launchers take and finish run tasks in batches the way asynq's server
+// does one at a time (taken.go). This
 // mirrors asynq v0.26 (internal/base and internal/proto/asynq.proto);
 // TestAsynqWireMatchesClient pins it byte for byte against asynq's own
 // Client, and asynq's server and Inspector read what it writes.
@@ -20,21 +24,45 @@ func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" 
 func asynqRetryKey(q string) string      { return "asynq:{" + q + "}:retry" }
 func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
 func asynqCompletedKey(q string) string  { return "asynq:{" + q + "}:completed" }
+func asynqPausedKey(q string) string     { return "asynq:{" + q + "}:paused" }
+func asynqLeaseKey(q string) string      { return "asynq:{" + q + "}:lease" }
+
+// asynq's counters of finished tasks, shown by asynqmon.
+func asynqProcessedKey(q string, day time.Time) string {
+	return "asynq:{" + q + "}:processed:" + day.UTC().Format(time.DateOnly)
+}
+func asynqFailedKey(q string, day time.Time) string {
+	return "asynq:{" + q + "}:failed:" + day.UTC().Format(time.DateOnly)
+}
+func asynqProcessedTotalKey(q string) string { return "asynq:{" + q + "}:processed" }
+func asynqFailedTotalKey(q string) string    { return "asynq:{" + q + "}:failed" }
 
 const asynqAllQueues = "asynq:queues"
 
-// asynqMessage is the subset of asynq's TaskMessage chronos writes (all
-// but ErrorMsg) and reads (Type, Payload, ErrorMsg).
+// asynqMessage is the subset of asynq's TaskMessage chronos writes when
+// it enqueues (all but Retried, ErrorMsg and Deadline) and reads (for
+// archived tasks and the tasks a launcher takes).
 type asynqMessage struct {
 	Type      string
 	Payload   []byte
 	ID        string
 	Queue     string
 	Retry     int32
-	ErrorMsg  string // the last attempt's error, set by asynq
+	Retried   int32  // attempts that failed so far, set by asynq (and a launcher)
+	ErrorMsg  string // the last attempt's error, set by asynq (and a launcher)
 	Timeout   int64  // seconds
+	Deadline  int64  // unix s; chronos writes none, asynq honours one
 	Retention int64  // seconds
 }
+
+// TaskMessage field numbers a launcher rewrites when it finishes a task
+// (see withAsynqFields).
+const (
+	asynqRetriedField      protowire.Number = 6
+	asynqErrorMsgField     protowire.Number = 7
+	asynqLastFailedAtField protowire.Number = 11
+	asynqCompletedAtField  protowire.Number = 13
+)
 
 // encode marshals the message as asynq's protobuf TaskMessage: fields in
 // field-number order, zero values omitted, as proto.Marshal does.
@@ -97,13 +125,60 @@ func decodeAsynqMessage(b []byte) (*asynqMessage, error) {
 			m.Queue = string(v)
 		case 5:
 			m.Retry = int32(x)
+		case 6:
+			m.Retried = int32(x)
 		case 7:
 			m.ErrorMsg = string(v)
 		case 8:
 			m.Timeout = int64(x)
+		case 9:
+			m.Deadline = int64(x)
 		case 12:
 			m.Retention = int64(x)
 		}
 	}
 	return &m, nil
+}
+
+// asynqField is a TaskMessage field to set: a varint or, when str is
+// true, a string.
+type asynqField struct {
+	num protowire.Number
+	v   int64
+	s   string
+	str bool
+}
+
+// withAsynqFields returns the encoded TaskMessage b with the given fields
+// set and every other field kept as it is, unknown ones included (asynq's
+// headers, fields of later versions): what asynq's server writes when it
+// marks a task completed, retried or archived. Zero values are left out,
+// as proto.Marshal leaves them.
+func withAsynqFields(b []byte, fields ...asynqField) []byte {
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break // not a message asynq could read either; keep what is set
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			break
+		}
+		if !slices.ContainsFunc(fields, func(f asynqField) bool { return f.num == num }) {
+			out = append(out, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	for _, f := range fields {
+		switch {
+		case f.str && f.s != "":
+			out = protowire.AppendTag(out, f.num, protowire.BytesType)
+			out = protowire.AppendString(out, f.s)
+		case !f.str && f.v != 0:
+			out = protowire.AppendTag(out, f.num, protowire.VarintType)
+			out = protowire.AppendVarint(out, uint64(f.v))
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,11 +22,42 @@ func TestDecodeAsynqMessage(t *testing.T) {
 	b = protowire.AppendFixed64(b, 42)
 	got, err := decodeAsynqMessage(b)
 	require.NoError(t, err)
-	want.ErrorMsg = "executor answered 503"
+	want.Retried, want.ErrorMsg = 3, "executor answered 503"
 	require.Equal(t, want, *got)
 
 	_, err = decodeAsynqMessage(b[:len(b)-3])
 	require.Error(t, err, "a truncated message")
+}
+
+// A launcher finishing a task rewrites the fields asynq's server would
+// and keeps every other one, those it does not know included (asynq's
+// headers).
+func TestWithAsynqFields(t *testing.T) {
+	orig := asynqMessage{Type: TaskTypeRun, Payload: []byte(`{"idempotency_key":"k"}`), ID: "k", Queue: "chronos",
+		Retry: 7, Retried: 1, ErrorMsg: "first", Timeout: 90, Retention: 86400}
+	b := orig.encode()
+	b = protowire.AppendTag(b, 6, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
+	b = protowire.AppendTag(b, 7, protowire.BytesType)
+	b = protowire.AppendString(b, "first")
+	header := protowire.AppendTag(nil, 15, protowire.BytesType) // headers: map entry {"a": "b"}
+	header = protowire.AppendBytes(header, []byte{0x0a, 0x01, 'a', 0x12, 0x01, 'b'})
+	b = append(b, header...)
+
+	out := withAsynqFields(b, asynqField{num: asynqRetriedField, v: 2},
+		asynqField{num: asynqErrorMsgField, s: "second", str: true}, asynqField{num: asynqLastFailedAtField, v: 1700000000})
+	got, err := decodeAsynqMessage(out)
+	require.NoError(t, err)
+	want := orig
+	want.Retried, want.ErrorMsg = 2, "second"
+	require.Equal(t, want, *got)
+	require.Contains(t, string(out), string(header), "unknown fields are kept")
+	require.Equal(t, 1, bytes.Count(out, []byte("second")))
+
+	// A zero value clears the field, as proto.Marshal leaves it out.
+	got, err = decodeAsynqMessage(withAsynqFields(out, asynqField{num: asynqErrorMsgField, str: true}))
+	require.NoError(t, err)
+	require.Empty(t, got.ErrorMsg)
 }
 
 func FuzzDecodeAsynqMessage(f *testing.F) {
@@ -34,6 +66,16 @@ func FuzzDecodeAsynqMessage(f *testing.F) {
 		m, err := decodeAsynqMessage(b)
 		if err == nil {
 			require.NotNil(t, m)
+		}
+		// Rewriting never panics, and what decoded still does, with the
+		// fields set.
+		out := withAsynqFields(b, asynqField{num: asynqRetriedField, v: 9}, asynqField{num: asynqErrorMsgField, s: "e", str: true})
+		if err == nil {
+			m2, err := decodeAsynqMessage(out)
+			require.NoError(t, err)
+			require.Equal(t, int32(9), m2.Retried)
+			require.Equal(t, "e", m2.ErrorMsg)
+			require.Equal(t, m.Payload, m2.Payload)
 		}
 	})
 }

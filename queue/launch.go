@@ -38,45 +38,67 @@ type LaunchState struct {
 // LoadLaunch reads a run's status, its schedule and its workflow's DAG in
 // one pipeline.
 func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
-	sh := s.taskShard(p)
-	var (
+	ls, errs, err := s.loadLaunches(ctx, []*TaskPayload{p})
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], errs[0]
+}
+
+// loadLaunches reads the launch state of many runs in one pipeline: err
+// when the pipeline failed, else each run's state or its error (a
+// schedule record that does not read).
+func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error, err error) {
+	type reads struct {
 		run   *redis.SliceCmd
 		sched *redis.MapStringStringCmd
 		dag   *redis.StringCmd
-	)
-	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att", "retry", "up")
-		if p.ScheduleID != "" {
-			sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
+	}
+	rs := make([]reads, len(ps))
+	_, err = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for i, p := range ps {
+			sh := s.taskShard(p)
+			rs[i].run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att", "retry", "up")
+			if p.ScheduleID != "" {
+				rs[i].sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
+			}
+			rs[i].dag = pl.Get(ctx, workflowKey(p.WorkflowID, p.Version))
 		}
-		dag = pl.Get(ctx, workflowKey(p.WorkflowID, p.Version))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("load run %s for launch: %w", p.IdempotencyKey, err)
-	}
-	var ls LaunchState
-	if v := run.Val(); len(v) == 5 {
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		ls.Status = model.RunStatus(str(0))
-		ls.EnqueuedAt, _ = parseMS(str(1))
-		if ls.FailedAttempts, _ = strconv.Atoi(str(2)); ls.FailedAttempts > 0 {
-			// A record written before retries were timed has the failed
-			// attempt's time, which the retry follows within its backoff.
-			ls.RetryAt, _ = parseMS(cmp.Or(str(3), str(4)))
+		if len(ps) == 1 {
+			return nil, nil, fmt.Errorf("load run %s for launch: %w", ps[0].IdempotencyKey, err)
 		}
+		return nil, nil, fmt.Errorf("load %d runs for launch: %w", len(ps), err)
 	}
-	if sched != nil {
-		rec, err := scheduleFromHash(p.ScheduleID, sched.Val())
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
+	states, errs = make([]*LaunchState, len(ps)), make([]error, len(ps))
+	for i, p := range ps {
+		var ls LaunchState
+		if v := rs[i].run.Val(); len(v) == 5 {
+			str := func(i int) string { s, _ := v[i].(string); return s }
+			ls.Status = model.RunStatus(str(0))
+			ls.EnqueuedAt, _ = parseMS(str(1))
+			if ls.FailedAttempts, _ = strconv.Atoi(str(2)); ls.FailedAttempts > 0 {
+				// A record written before retries were timed has the failed
+				// attempt's time, which the retry follows within its backoff.
+				ls.RetryAt, _ = parseMS(cmp.Or(str(3), str(4)))
+			}
 		}
-		ls.Schedule = rec
+		if rs[i].sched != nil {
+			rec, err := scheduleFromHash(p.ScheduleID, rs[i].sched.Val())
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				errs[i] = err
+				continue
+			}
+			ls.Schedule = rec
+		}
+		if rs[i].dag.Err() == nil {
+			ls.DAG = []byte(rs[i].dag.Val())
+		}
+		states[i] = &ls
 	}
-	if dag.Err() == nil {
-		ls.DAG = []byte(dag.Val())
-	}
-	return &ls, nil
+	return states, errs, nil
 }
 
 // RecordFailedAttempt counts a failed executor call of a run that has

@@ -187,7 +187,9 @@ func (s *Store) taskShard(p *TaskPayload) int {
 // whoever reports (the API, or an executor's answer through a launcher).
 func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
-	res, err := statusScript.Run(ctx, s.rdb, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
+	// Through the batcher: the runs a launcher took together report
+	// together.
+	res, err := s.batch.runScript(ctx, statusScript, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
 		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Ran)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)

@@ -38,4 +38,6 @@ var (
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")
 	forwardScript        = loadScript("forward")
+	takeTasksScript      = loadScript("take_tasks")
+	finishTaskScript     = loadScript("finish_task")
 )

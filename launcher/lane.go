@@ -1,0 +1,271 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// A launcher starts most runs through its lane: it takes run tasks off
+// asynq's queue as many at a time as it has free slots, with their launch
+// state in one more round trip (queue.TakeRunTasks), and its runs report
+// their statuses and finish their tasks together through the store's
+// batcher. asynq's server takes and finishes one task at a time, two
+// round trips per run: on a small machine that costs more than the run
+// (README, "Where the time goes"). The launcher's asynq server, with one
+// worker of its own, still recovers the tasks of launchers that died,
+// forwards retries and scheduled tasks, deletes expired completed tasks
+// and shows the launcher in asynqmon; the lane takes and finishes tasks
+// exactly as it would.
+
+// maxTake bounds the tasks taken in one round trip.
+const maxTake = 100
+
+// gatherWait bounds how long a busy lane waits for slots to take tasks
+// together: at most this much later a run starts.
+const gatherWait = 2 * time.Millisecond
+
+// leaseExtendInterval is how often the lane extends the leases of the
+// tasks it holds: asynq's server does it every 5 s, for 30 s leases.
+const leaseExtendInterval = 5 * time.Second
+
+// finishPatience is how long the lane retries finishing a task before it
+// leaves the task to asynq's recovery (its lease then expires).
+const finishPatience = 20 * time.Second
+
+type lane struct {
+	l     *Launcher
+	slots chan struct{} // one per run in progress
+
+	mu   sync.Mutex
+	held map[string]bool // ids of the tasks taken and not yet finished
+
+	stopTaking context.CancelFunc
+	taking     sync.WaitGroup
+	// runCtx ends the runs in progress when the shutdown timeout passes.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	running   sync.WaitGroup
+	stopLease context.CancelFunc
+	leasing   sync.WaitGroup
+}
+
+// newLane returns the lane of a launcher: its runs and the asynq server's
+// one make Concurrency.
+func newLane(l *Launcher) *lane {
+	return &lane{l: l, slots: make(chan struct{}, l.cfg.Concurrency-1), held: map[string]bool{}}
+}
+
+func (ln *lane) start(ctx context.Context) {
+	if cap(ln.slots) == 0 {
+		return // LAUNCHER_CONCURRENCY=1: the asynq server's worker is the one
+	}
+	ctx = context.WithoutCancel(ctx)
+	ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
+	var takeCtx, leaseCtx context.Context
+	takeCtx, ln.stopTaking = context.WithCancel(ctx)
+	leaseCtx, ln.stopLease = context.WithCancel(ctx)
+	ln.taking.Go(func() { ln.takeLoop(takeCtx) })
+	ln.leasing.Go(func() { ln.leaseLoop(leaseCtx) })
+}
+
+// stop stops taking tasks and waits up to the shutdown timeout for the
+// runs in progress; then it cuts them short, and their tasks go back to
+// the queue.
+func (ln *lane) stop() {
+	if ln.stopTaking == nil {
+		return
+	}
+	ln.stopTaking()
+	ln.taking.Wait()
+	done := make(chan struct{})
+	go func() { ln.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(ln.l.cfg.ShutdownTimeout):
+		ln.cancelRun()
+		<-done
+	}
+	ln.cancelRun()
+	ln.stopLease()
+	ln.leasing.Wait()
+}
+
+// takeLoop takes tasks whenever slots are free, waiting PollInterval when
+// the queue is empty.
+func (ln *lane) takeLoop(ctx context.Context) {
+	backoff := ln.l.cfg.PollInterval
+	for {
+		select {
+		case ln.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1 + ln.gather(ctx)
+		// Not cut short by ctx: tasks taken are this launcher's to finish.
+		takeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		tasks, err := ln.l.store.TakeRunTasks(takeCtx, n)
+		cancel()
+		ln.release(n - len(tasks))
+		if err != nil {
+			ln.l.logger.WarnContext(ctx, "taking run tasks failed; retrying (is Redis reachable?)", "err", err, "retry_in", backoff)
+		}
+		if len(tasks) == 0 {
+			wait := ln.l.cfg.PollInterval
+			if err != nil {
+				wait, backoff = backoff, min(2*backoff, 5*time.Second)
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = ln.l.cfg.PollInterval
+		ln.mu.Lock()
+		for _, t := range tasks {
+			ln.held[t.ID] = true
+		}
+		ln.mu.Unlock()
+		for _, t := range tasks {
+			ln.running.Go(func() {
+				defer ln.release(1)
+				ln.run(t)
+			})
+		}
+	}
+}
+
+// gather takes the other free slots, for one round trip to take as many
+// tasks. Under load runs end a few at a time; then it waits up to
+// gatherWait for the rest, so that a busy lane takes its tasks in
+// batches rather than one by one (two round trips each).
+func (ln *lane) gather(ctx context.Context) int {
+	n, want := 0, min(cap(ln.slots), maxTake)-1
+	var timeout <-chan time.Time
+	for n < want {
+		select {
+		case ln.slots <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		if timeout == nil {
+			timeout = time.After(gatherWait)
+		}
+		select {
+		case ln.slots <- struct{}{}:
+			n++
+		case <-timeout:
+			return n
+		case <-ctx.Done():
+			return n
+		}
+	}
+	return n
+}
+
+func (ln *lane) release(n int) {
+	for range n {
+		<-ln.slots
+	}
+}
+
+// run carries out a taken task and finishes it.
+func (ln *lane) run(t *queue.TakenTask) {
+	ctx, cancel := context.WithDeadline(ln.runCtx, t.Deadline)
+	err := ln.attempt(ctx, t)
+	cancel()
+	end, retryAt, msg := queue.TaskDone, time.Time{}, ""
+	switch {
+	case err == nil:
+	case errors.Is(err, context.Canceled) && ln.runCtx.Err() != nil:
+		end = queue.TaskRequeue // stopping: another launcher starts it
+	case errors.Is(err, asynq.SkipRetry) || t.Retried >= t.MaxRetry:
+		end, msg = queue.TaskArchive, err.Error()
+	default:
+		end, msg = queue.TaskRetry, err.Error()
+		retryAt = time.Now().Add(retryDelay(t.Retried, err, nil))
+	}
+	ln.finish(t, end, retryAt, msg)
+}
+
+// attempt is what asynq's server would call the handler for; a panic is
+// the attempt's error, as asynq's server makes it.
+func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask) (err error) {
+	l := ln.l
+	defer func() {
+		if r := recover(); r != nil {
+			l.logger.ErrorContext(ctx, "run task panicked", "task_id", t.ID, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	switch {
+	case t.Payload == nil:
+		l.logger.ErrorContext(ctx, "dropping malformed run task", "task_id", t.ID, "err", t.Err)
+		return fmt.Errorf("%w: %w", t.Err, asynq.SkipRetry)
+	case t.Err != nil:
+		return t.Err
+	}
+	return l.launch(ctx, attempt{p: t.Payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.State})
+}
+
+// finish records how the task ended, retrying while its lease holds; if
+// Redis stays out of reach the lease lapses and an asynq server recovers
+// the task (its run's status, recorded before, keeps it from starting
+// twice).
+func (ln *lane) finish(t *queue.TakenTask, end queue.TaskEnd, retryAt time.Time, msg string) {
+	defer func() {
+		ln.mu.Lock()
+		delete(ln.held, t.ID)
+		ln.mu.Unlock()
+	}()
+	giveUp := time.Now().Add(finishPatience)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		mine, err := ln.l.store.FinishTask(ctx, t, end, retryAt, msg)
+		cancel()
+		switch {
+		case err == nil && !mine:
+			ln.l.logger.Warn("run task recovered by asynq before this launcher finished it (its lease expired)", "task_id", t.ID, "end", end)
+			return
+		case err == nil:
+			return
+		case time.Now().Add(wait).After(giveUp):
+			ln.l.logger.Error("run task not finished; asynq will recover it when its lease expires", "task_id", t.ID, "end", end, "err", err)
+			return
+		}
+		ln.l.logger.Warn("finishing a run task failed; retrying", "task_id", t.ID, "end", end, "err", err, "retry_in", wait)
+		time.Sleep(wait)
+	}
+}
+
+// leaseLoop extends the leases of the tasks the lane holds.
+func (ln *lane) leaseLoop(ctx context.Context) {
+	tick := time.NewTicker(leaseExtendInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ln.mu.Lock()
+		ids := make([]string, 0, len(ln.held))
+		for id := range ln.held {
+			ids = append(ids, id)
+		}
+		ln.mu.Unlock()
+		if err := ln.l.store.ExtendTaskLeases(ctx, ids); err != nil {
+			ln.l.logger.WarnContext(ctx, "extending run task leases failed; retrying", "err", err)
+		}
+	}
+}

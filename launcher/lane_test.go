@@ -1,0 +1,165 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// The lane finishes each task it took as asynq's server would after its
+// handler: done, retried with the run's failed attempt counted, archived
+// when the retries are spent or the task cannot be read (a panic is an
+// error, not a crash), and given back to the queue, not counted, when
+// the launcher stops during the executor call.
+func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 1})
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+
+	var ex executorFunc
+	l, err := New(store, &Config{Executor: executorFunc(func(ctx context.Context, r Request) (Result, error) { return ex(ctx, r) }),
+		ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	// Take the task itself rather than start the launcher, whose asynq
+	// worker could take it first.
+	take := func(key string, retried int) (*lane, *queue.TakenTask) {
+		t.Helper()
+		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: key})
+		require.NoError(t, err)
+		require.True(t, started)
+		tasks, err := store.TakeRunTasks(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, tasks, 1)
+		ln := newLane(l)
+		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
+		ln.held[key] = true
+		tasks[0].Retried = retried
+		return ln, tasks[0]
+	}
+	state := func(key string) *asynq.TaskInfo {
+		t.Helper()
+		info, err := insp.GetTaskInfo(queue.QueueNameDefault, key)
+		require.NoError(t, err)
+		return info
+	}
+	status := func(key string) *model.Run {
+		t.Helper()
+		r, _, err := store.GetRun(ctx, key)
+		require.NoError(t, err)
+		return r
+	}
+
+	ex = func(context.Context, Request) (Result, error) { return Result{Status: model.RunSuccess}, nil }
+	ln, tk := take("ok", 0)
+	ln.run(tk)
+	require.Equal(t, asynq.TaskStateCompleted, state("ok").State)
+	require.Equal(t, model.RunSuccess, status("ok").Status)
+	require.Empty(t, ln.held, "a finished task's lease is no longer extended")
+
+	ex = func(context.Context, Request) (Result, error) { return Result{}, errors.New("executor down") }
+	ln, tk = take("flaky", 0)
+	before := time.Now()
+	ln.run(tk)
+	info := state("flaky")
+	require.Equal(t, asynq.TaskStateRetry, info.State)
+	require.Equal(t, 1, info.Retried)
+	require.Equal(t, "executor down", info.LastErr)
+	require.WithinDuration(t, before.Add(retryDelay(0, nil, nil)), info.NextProcessAt, 2*time.Second)
+	st, err := store.LoadLaunch(ctx, tk.Payload)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.FailedAttempts, "the failed attempt is counted on the run")
+	require.Equal(t, model.RunEnqueued, status("flaky").Status)
+
+	ln, tk = take("spent", 1)
+	ln.run(tk)
+	info = state("spent")
+	require.Equal(t, asynq.TaskStateArchived, info.State)
+	require.Contains(t, info.LastErr, "executor failed after 2 attempts")
+	require.Equal(t, model.RunFailed, status("spent").Status)
+
+	ex = func(context.Context, Request) (Result, error) { panic("executor bug") }
+	ln, tk = take("panics", 0)
+	ln.run(tk)
+	info = state("panics")
+	require.Equal(t, asynq.TaskStateRetry, info.State)
+	require.Equal(t, "panic: executor bug", info.LastErr)
+
+	inCall := make(chan struct{})
+	ex = func(ctx context.Context, _ Request) (Result, error) {
+		close(inCall)
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}
+	ln, tk = take("stopping", 1)
+	go func() { <-inCall; ln.cancelRun() }()
+	ln.run(tk)
+	require.Equal(t, asynq.TaskStatePending, state("stopping").State, "given back, even on its last attempt")
+	require.Zero(t, state("stopping").Retried, "not counted as an attempt")
+	require.Equal(t, model.RunEnqueued, status("stopping").Status)
+
+	// A payload that does not decode is archived at once.
+	_, err = asynq.NewClientFromRedisClient(rdb).EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, []byte(`not json`)),
+		asynq.TaskID("garbage"), asynq.Queue(queue.QueueNameDefault), asynq.MaxRetry(5), asynq.Retention(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:pending", 0, "stopping").Err()) // left for good
+	tasks, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	require.Nil(t, tasks[0].Payload)
+	ln = newLane(l)
+	ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
+	ln.run(tasks[0])
+	info = state("garbage")
+	require.Equal(t, asynq.TaskStateArchived, info.State)
+	require.Contains(t, info.LastErr, "decode run task payload")
+}
+
+// Started, the lane takes the tasks of many runs together and carries
+// them all out, each once.
+func TestLaneRunsABacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	const n = 300
+	for i := range n {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
+		require.NoError(t, err)
+	}
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	l, err := New(store, &Config{Executor: ex, Concurrency: 20, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	require.Eventually(t, func() bool {
+		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)
+		return err == nil && qi.Completed == n
+	}, 20*time.Second, 20*time.Millisecond)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	seen := map[string]bool{}
+	for _, r := range ex.reqs {
+		require.False(t, seen[r.Meta.IdempotencyKey], "%s started twice", r.Meta.IdempotencyKey)
+		seen[r.Meta.IdempotencyKey] = true
+	}
+	require.Len(t, seen, n)
+}

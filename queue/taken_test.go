@@ -1,0 +1,152 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// A launcher takes run tasks in batches and finishes them the way asynq's
+// server does one at a time: asynq's Inspector (and so asynqmon) sees the
+// same states, attempts, errors and counters, a paused queue gives
+// nothing, and a task recovered meanwhile is left alone.
+func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 3, TaskRetention: time.Hour, TaskTimeout: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{"steps":[]}`)))
+	keys := []string{"done", "retry", "archive", "requeue", "gone"}
+	for _, k := range keys {
+		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: k})
+		require.NoError(t, err)
+		require.True(t, started)
+	}
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	q := queue.QueueNameDefault
+
+	require.NoError(t, insp.PauseQueue(q))
+	none, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, none, "a paused queue gives nothing")
+	require.NoError(t, insp.UnpauseQueue(q))
+
+	before := time.Now()
+	got, err := store.TakeRunTasks(ctx, 4)
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	rest, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, rest, 1)
+	tasks := map[string]*queue.TakenTask{}
+	for _, tk := range append(got, rest...) {
+		require.NoError(t, tk.Err)
+		require.Equal(t, tk.ID, tk.Payload.IdempotencyKey)
+		require.Equal(t, model.RunEnqueued, tk.State.Status, "the run's state is read with its task")
+		require.JSONEq(t, `{"steps":[]}`, string(tk.State.DAG))
+		require.Equal(t, 0, tk.Retried)
+		require.Equal(t, 3, tk.MaxRetry)
+		require.WithinDuration(t, before.Add(time.Minute), tk.Deadline, 2*time.Second, "the task's timeout bounds the attempt")
+		info, err := insp.GetTaskInfo(q, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, asynq.TaskStateActive, info.State)
+		lease := rdb.ZScore(ctx, "asynq:{chronos}:lease", tk.ID).Val()
+		require.InDelta(t, float64(before.Add(queue.LeaseDuration).Unix()), lease, 2)
+		tasks[tk.ID] = tk
+	}
+	empty, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, empty)
+
+	require.NoError(t, rdb.ZAdd(ctx, "asynq:{chronos}:lease", redis.Z{Member: "done", Score: 1}).Err())
+	require.NoError(t, store.ExtendTaskLeases(ctx, []string{"done", "never-taken"}))
+	require.Greater(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "done").Val(), float64(before.Unix()))
+	require.Zero(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "never-taken").Val(), "only held tasks are extended")
+
+	finish := func(id string, end queue.TaskEnd, at time.Time, msg string) bool {
+		t.Helper()
+		mine, err := store.FinishTask(ctx, tasks[id], end, at, msg)
+		require.NoError(t, err)
+		return mine
+	}
+	require.True(t, finish("done", queue.TaskDone, time.Time{}, ""))
+	info, err := insp.GetTaskInfo(q, "done")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStateCompleted, info.State)
+	require.WithinDuration(t, time.Now(), info.CompletedAt, 2*time.Second)
+
+	retryAt := time.Now().Add(time.Hour).Truncate(time.Second)
+	require.True(t, finish("retry", queue.TaskRetry, retryAt, "executor answered 503"))
+	info, err = insp.GetTaskInfo(q, "retry")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStateRetry, info.State)
+	require.Equal(t, 1, info.Retried)
+	require.Equal(t, "executor answered 503", info.LastErr)
+	require.Equal(t, retryAt.Unix(), info.NextProcessAt.Unix())
+	require.WithinDuration(t, time.Now(), info.LastFailedAt, 2*time.Second)
+
+	require.True(t, finish("archive", queue.TaskArchive, time.Time{}, "workflow not found"))
+	info, err = insp.GetTaskInfo(q, "archive")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStateArchived, info.State)
+	require.Equal(t, "workflow not found", info.LastErr)
+	archived, _, err := store.ArchivedRuns(ctx, time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+	require.Len(t, archived, 1, "the sweep finds it")
+
+	require.True(t, finish("requeue", queue.TaskRequeue, time.Time{}, ""))
+	info, err = insp.GetTaskInfo(q, "requeue")
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStatePending, info.State)
+
+	// A task an asynq server recovered after its lease expired is no
+	// longer this launcher's to finish.
+	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:active", 0, "gone").Err())
+	require.False(t, finish("gone", queue.TaskDone, time.Time{}, ""))
+	require.False(t, finish("done", queue.TaskDone, time.Time{}, ""), "finishing twice changes nothing")
+
+	qi, err := insp.GetQueueInfo(q)
+	require.NoError(t, err)
+	require.Equal(t, 3, qi.Processed, "done, retry and archive are processed")
+	require.Equal(t, 2, qi.Failed, "retry and archive failed")
+	require.Equal(t, 3, qi.ProcessedTotal)
+	require.Equal(t, 2, qi.FailedTotal)
+	require.Zero(t, qi.Active)
+	require.Equal(t, int64(1), rdb.ZCard(ctx, "asynq:{chronos}:lease").Val(), "only the recovered task's lease is left")
+}
+
+// A task without retention (chronos writes none such, asynq's Client
+// may) is deleted when done, as asynq deletes it.
+func TestFinishTaskWithoutRetentionDeletesIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	_, err = asynq.NewClientFromRedisClient(rdb).EnqueueContext(ctx,
+		asynq.NewTask(queue.TaskTypeRun, []byte(`{"idempotency_key":"k","workflow_id":"wf","version":"1","source":"manual"}`)),
+		asynq.TaskID("k"), asynq.Queue(queue.QueueNameDefault))
+	require.NoError(t, err)
+	got, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, model.RunStatus(""), got[0].State.Status, "no run record")
+	mine, err := store.FinishTask(ctx, got[0], queue.TaskDone, time.Time{}, "")
+	require.NoError(t, err)
+	require.True(t, mine)
+	require.Zero(t, rdb.Exists(ctx, "asynq:{chronos}:t:k").Val())
+	qi, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(queue.QueueNameDefault)
+	require.NoError(t, err)
+	require.Equal(t, 1, qi.Processed)
+	require.Zero(t, qi.Failed)
+}

@@ -155,12 +155,13 @@ func TestScenarios(t *testing.T) {
 		require.True(t, apiStoredAll(a), "%d upserts answered, %d schedules stored", a.ok, a.created)
 	})
 
-	t.Run("limit drains what it enqueued", func(t *testing.T) {
+	t.Run("limit drains what it enqueued, with one and two servers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, "-limit-n", "500", "-limit-clients", "8")
 		l, err := b.limit(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(500), l.drained)
 		require.Positive(t, l.best)
+		require.Positive(t, l.drainBy[2], "drained again by two servers, for the two-launcher scenario")
 	})
 }

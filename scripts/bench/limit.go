@@ -24,7 +24,8 @@ type limitResult struct {
 	redisCPU    map[int]float64 // Redis CPU share of a core while enqueuing
 	best        float64
 	bestClients int
-	drain       float64 // no-op tasks/s through one asynq server
+	drain       float64         // no-op tasks/s through one asynq server
+	drainBy     map[int]float64 // no-op tasks/s by asynq servers draining together
 	drainConc   int
 	drained     int64
 	// CPU per drained task: this process's (the asynq server's) and Redis's.
@@ -49,7 +50,8 @@ func limitTask(i int, now time.Time) (*asynq.Task, []asynq.Option) {
 
 // limit measures raw asynq: the enqueue rate with 8/32/64 concurrent
 // clients (best of), then the drain rate of one asynq server with a no-op
-// handler over the tasks of the last enqueue run.
+// handler over the tasks of the last enqueue run, and of as many servers
+// as each launch scenario's launcher processes.
 func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 	e := b.e
 	n := b.cfg.limitN
@@ -80,16 +82,61 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		}
 	}
 
-	// Drain what the last run enqueued.
+	// Drain what the last run enqueued, with one server.
+	d, err := b.drain(ctx, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	res.drain, res.drained, res.drainCPU, res.drainRedisCPU = d.rate, d.drained, d.cpu, d.redisCPU
+	// With as many servers as launcher processes are measured, to
+	// compare them process for process (the servers share these cores
+	// as the launchers do).
+	res.drainBy = map[int]float64{1: d.rate}
+	for _, k := range b.cfg.launchReplicas {
+		if _, ok := res.drainBy[k]; ok || k < 1 {
+			continue
+		}
+		if err := b.fillLimit(ctx, n, res.bestClients); err != nil {
+			return nil, err
+		}
+		d, err := b.drain(ctx, n, k)
+		if err != nil {
+			return nil, err
+		}
+		res.drainBy[k] = d.rate
+	}
+	return res, nil
+}
+
+// fillLimit enqueues n limit tasks again, after a drain.
+func (b *bench) fillLimit(ctx context.Context, n, clients int) error {
+	if err := b.e.flush(ctx); err != nil {
+		return err
+	}
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: b.e.redisAddr, PoolSize: clients})
+	defer client.Close()
+	now := time.Now()
+	return forEach(ctx, n, clients, func(ctx context.Context, i int) error {
+		t, opts := limitTask(i, now)
+		_, err := client.EnqueueContext(ctx, t, opts...)
+		return err
+	})
+}
+
+type drainResult struct {
+	rate          float64
+	drained       int64
+	cpu, redisCPU time.Duration // per task: this process's (the servers') and Redis's
+}
+
+// drain runs `servers` asynq servers with a no-op handler, each with the
+// launchers' concurrency, until the n pending limit tasks are done.
+func (b *bench) drain(ctx context.Context, n, servers int) (*drainResult, error) {
+	e := b.e
 	var (
 		count       atomic.Int64
 		first, last atomic.Int64
 	)
-	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.redisAddr}, asynq.Config{
-		Concurrency: b.cfg.launchConc,
-		Queues:      map[string]int{limitQueue: 1},
-		LogLevel:    asynq.ErrorLevel,
-	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TaskTypeRun, func(context.Context, *asynq.Task) error {
 		now := time.Now().UnixNano()
@@ -100,23 +147,30 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		return nil
 	})
 	cpu0, rm := selfCPU(), startRedisMeter(ctx, e.rdb)
-	if err := srv.Start(mux); err != nil {
-		return nil, fmt.Errorf("start drain server: %w", err)
+	for range servers {
+		srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.redisAddr}, asynq.Config{
+			Concurrency: b.cfg.launchConc,
+			Queues:      map[string]int{limitQueue: 1},
+			LogLevel:    asynq.ErrorLevel,
+		})
+		if err := srv.Start(mux); err != nil {
+			return nil, fmt.Errorf("start drain server: %w", err)
+		}
+		defer srv.Shutdown()
 	}
-	defer srv.Shutdown()
 	deadline := time.Now().Add(30*time.Second + time.Duration(n/1000)*time.Second)
 	for count.Load() < int64(n) && time.Now().Before(deadline) {
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
-	res.drained = count.Load()
+	res := &drainResult{drained: count.Load()}
 	redisSpent, cmds := rm.since(ctx, e.rdb)
-	res.drainCPU = (selfCPU() - cpu0) / time.Duration(max(res.drained, 1))
-	res.drainRedisCPU = redisSpent / time.Duration(max(res.drained, 1))
+	res.cpu = (selfCPU() - cpu0) / time.Duration(max(res.drained, 1))
+	res.redisCPU = redisSpent / time.Duration(max(res.drained, 1))
 	if l := last.Load(); l > 0 {
-		res.drain = float64(n-1) / time.Duration(l-first.Load()).Seconds()
+		res.rate = float64(n-1) / time.Duration(l-first.Load()).Seconds()
 	}
-	e.logf("limit: drained %d no-op tasks at %.0f/s; redis: %s", res.drained, res.drain, formatCmdStats(cmds, 10))
+	e.logf("limit: %d servers drained %d no-op tasks at %.0f/s; redis: %s", servers, res.drained, res.rate, formatCmdStats(cmds, 10))
 	return res, nil
 }

@@ -286,7 +286,7 @@ func parseFlags(args []string) (config, error) {
 
 	fs.IntVar(&cfg.launchN, "launch-n", 20000, "launch: runs drained")
 	launchReplicas := fs.String("launch-replicas", "1,2", "launch: launcher processes")
-	fs.IntVar(&cfg.launchConc, "launch-concurrency", 10, "launch: LAUNCHER_CONCURRENCY, also the raw drain server's concurrency")
+	fs.IntVar(&cfg.launchConc, "launch-concurrency", 50, "launch: LAUNCHER_CONCURRENCY (as in the steady scenario), also each raw drain server's concurrency")
 
 	fs.IntVar(&cfg.apiN, "api-n", 50000, "api: upserts")
 	fs.IntVar(&cfg.apiClients, "api-clients", 32, "api: concurrent clients")

@@ -163,3 +163,32 @@ func TestLaneRunsABacklog(t *testing.T) {
 	}
 	require.Len(t, seen, n)
 }
+
+// A run taken before its time (a launcher host's clock ahead) waits for
+// it, and is checked after the wait, not on what was read with its task:
+// its schedule may be paused or deleted meanwhile.
+func TestARunTakenEarlyIsCheckedAfterItsWait(t *testing.T) {
+	t.Parallel()
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	b, _ := setupLaunchersDown(t, ex)
+	ctx := context.Background()
+	rec := &model.ScheduleRecord{ID: "s", CronExpr: "* * * * *", WorkflowID: "wf", Version: "1",
+		OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
+	b.upsert(t, rec)
+	runAt := b.clock.Now().Truncate(time.Minute).Add(time.Minute)
+	b.clock.Set(runAt.Add(-300 * time.Millisecond))
+	p := &queue.TaskPayload{IdempotencyKey: model.IdempotencyKey("s", runAt), ScheduleID: "s", RunAt: runAt, FireAt: runAt,
+		WorkflowID: "wf", Version: "1", UserID: "u", Source: model.SourceSchedule}
+	// Read with the task: still planned. Since then: deleted, with its runs.
+	stale, err := b.store.LoadLaunch(ctx, p)
+	require.NoError(t, err)
+	stale.Status = model.RunEnqueued
+	require.NoError(t, b.store.DeleteSchedule(ctx, "s"))
+
+	l, err := New(b.store, &Config{Executor: ex}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.launch(ctx, attempt{p: p, maxRetry: 1, state: stale}))
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	require.Empty(t, ex.reqs, "the run was started on what was read before its wait")
+}

@@ -192,13 +192,15 @@ type attempt struct {
 // handler's error means to asynq: retry the task (archive it with
 // asynq.SkipRetry or when its retries are spent).
 func (l *Launcher) launch(ctx context.Context, a attempt) error {
-	p := a.p
+	p, st := a.p, a.state
+	if p.FireAt.After(l.store.Clock().Now()) {
+		st = nil // read after the wait: the run's schedule may change meanwhile
+	}
 	if err := l.waitForFireTime(ctx, p); err != nil {
 		return err
 	}
 	started := l.store.Clock().Now()
 
-	st := a.state
 	if st == nil {
 		var err error
 		if st, err = l.store.LoadLaunch(ctx, p); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,31 @@ func TestFinishTaskWithoutRetentionDeletesIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, qi.Processed)
 	require.Zero(t, qi.Failed)
+}
+
+// `chronos dev` runs on miniredis: the scripts that take and finish run
+// tasks work there too, every end of a task included.
+func TestTakeAndFinishRunTasksOnMiniredis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	ends := []queue.TaskEnd{queue.TaskDone, queue.TaskRetry, queue.TaskArchive, queue.TaskRequeue}
+	for _, end := range ends {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: string(end)})
+		require.NoError(t, err)
+	}
+	tasks, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, len(ends))
+	for _, tk := range tasks {
+		require.NoError(t, tk.Err)
+		mine, err := store.FinishTask(ctx, tk, queue.TaskEnd(tk.ID), time.Now().Add(time.Minute), "failed")
+		require.NoError(t, err, tk.ID)
+		require.True(t, mine, tk.ID)
+	}
+	require.Equal(t, "archived", rdb.HGet(ctx, "asynq:{chronos}:t:archive", "state").Val())
+	require.Equal(t, []string{"requeue"}, rdb.LRange(ctx, "asynq:{chronos}:pending", 0, -1).Val())
 }

@@ -38,24 +38,23 @@ type LaunchState struct {
 // LoadLaunch reads a run's status, its schedule and its workflow's DAG in
 // one pipeline.
 func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
-	ls, errs, err := s.loadLaunches(ctx, []*TaskPayload{p})
-	if err != nil {
-		return nil, err
-	}
+	ls, errs := s.loadLaunches(ctx, []*TaskPayload{p})
 	return ls[0], errs[0]
 }
 
-// loadLaunches reads the launch state of many runs in one pipeline: err
-// when the pipeline failed, else each run's state or its error (a
-// schedule record that does not read).
-func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error, err error) {
+// loadLaunches reads the launch state of many runs in one pipeline: each
+// run's state, or its error (Redis unreachable, a record that does not
+// read). One run's bad key fails only that run.
+func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error) {
 	type reads struct {
 		run   *redis.SliceCmd
 		sched *redis.MapStringStringCmd
 		dag   *redis.StringCmd
 	}
 	rs := make([]reads, len(ps))
-	_, err = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+	// Each command carries its own error, checked below: Pipelined's is
+	// the first of them, whichever run it belongs to.
+	_, _ = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, p := range ps {
 			sh := s.taskShard(p)
 			rs[i].run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att", "retry", "up")
@@ -66,14 +65,19 @@ func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		if len(ps) == 1 {
-			return nil, nil, fmt.Errorf("load run %s for launch: %w", ps[0].IdempotencyKey, err)
-		}
-		return nil, nil, fmt.Errorf("load %d runs for launch: %w", len(ps), err)
-	}
 	states, errs = make([]*LaunchState, len(ps)), make([]error, len(ps))
 	for i, p := range ps {
+		err := rs[i].run.Err()
+		if err == nil && rs[i].sched != nil {
+			err = rs[i].sched.Err()
+		}
+		if err == nil && !errors.Is(rs[i].dag.Err(), redis.Nil) {
+			err = rs[i].dag.Err()
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("load run %s for launch: %w", p.IdempotencyKey, err)
+			continue
+		}
 		var ls LaunchState
 		if v := rs[i].run.Val(); len(v) == 5 {
 			str := func(i int) string { s, _ := v[i].(string); return s }
@@ -98,7 +102,7 @@ func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 		}
 		states[i] = &ls
 	}
-	return states, errs, nil
+	return states, errs
 }
 
 // RecordFailedAttempt counts a failed executor call of a run that has

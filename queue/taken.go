@@ -85,17 +85,7 @@ func (s *Store) TakeRunTasks(ctx context.Context, n int) ([]*TakenTask, error) {
 	if len(ok) == 0 {
 		return tasks, nil
 	}
-	states, errs, err := s.loadLaunches(ctx, ok)
-	if err != nil {
-		// The tasks stay leased to this launcher: it finishes them as it
-		// would after any failed attempt.
-		for _, t := range tasks {
-			if t.Err == nil {
-				t.Err = err
-			}
-		}
-		return tasks, nil
-	}
+	states, errs := s.loadLaunches(ctx, ok)
 	for _, t := range tasks {
 		if t.Err == nil {
 			t.State, t.Err = states[0], errs[0]

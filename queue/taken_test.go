@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -177,4 +178,37 @@ func TestTakeAndFinishRunTasksOnMiniredis(t *testing.T) {
 	}
 	require.Equal(t, "archived", rdb.HGet(ctx, "asynq:{chronos}:t:archive", "state").Val())
 	require.Equal(t, []string{"requeue"}, rdb.LRange(ctx, "asynq:{chronos}:pending", 0, -1).Val())
+}
+
+// Runs taken together are read together, but one run whose state does
+// not read (here its workflow's key holds the wrong type) fails only its
+// own attempt.
+func TestOneUnreadableRunDoesNotFailTheOthersTakenWithIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "good", "1", []byte(`{}`)))
+	require.NoError(t, rdb.HSet(ctx, "chronos:wf:{bad}:1", "not", "a dag").Err())
+	for _, wf := range []string{"good", "bad"} {
+		for i := range 3 {
+			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: wf, Version: "1", UserID: "u",
+				ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("%s-%d", wf, i)})
+			require.NoError(t, err)
+		}
+	}
+	tasks, err := store.TakeRunTasks(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, tasks, 6)
+	for _, tk := range tasks {
+		if tk.Payload.WorkflowID == "bad" {
+			require.ErrorContains(t, tk.Err, "WRONGTYPE", tk.ID)
+			require.Nil(t, tk.State)
+			continue
+		}
+		require.NoError(t, tk.Err, tk.ID)
+		require.Equal(t, model.RunEnqueued, tk.State.Status)
+		require.JSONEq(t, `{}`, string(tk.State.DAG))
+	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,14 +16,63 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
+// launchSeries is the launch scenario with a number of launcher
+// processes: rounds of a raw drain by as many asynq servers, then the
+// launchers, one after the other. The machine's speed drifts by tens of
+// percent within minutes (other tenants share its cores), so each launch
+// is held against the drain measured just before it, and the round with
+// the median ratio is reported.
+type launchSeries struct {
+	rounds []*launchResult
+}
+
+// median returns the round with the median ratio to its drain (the lower
+// of the middle two).
+func (s *launchSeries) median() *launchResult {
+	rs := slices.Clone(s.rounds)
+	slices.SortFunc(rs, func(a, b *launchResult) int { return cmp.Compare(a.ratio(), b.ratio()) })
+	return rs[(len(rs)-1)/2]
+}
+
 type launchResult struct {
 	n, launchers, conc int
+	drain              float64 // no-op tasks/s by as many asynq servers, just before
 	filled             int64   // tasks pending before the launchers started
 	rate               float64 // runs/s from the first to the last finished
 	finished           int64   // tasks finished (completed, retry or archived)
 	success            int     // runs whose record says SUCCESS
 	cpuPerRun          time.Duration
 	redisCPUPerRun     time.Duration
+}
+
+func (l *launchResult) ratio() float64 {
+	if l.drain <= 0 {
+		return 0
+	}
+	return l.rate / l.drain
+}
+
+// launchRounds runs `rounds` rounds of a raw drain of n no-op tasks by
+// `launchers` asynq servers followed by a launch of n runs through as
+// many launcher processes.
+func (b *bench) launchRounds(ctx context.Context, n, launchers, rounds, clients int) (*launchSeries, error) {
+	s := &launchSeries{}
+	for range rounds {
+		if err := b.fillLimit(ctx, n, clients); err != nil {
+			return nil, err
+		}
+		d, err := b.drain(ctx, n, launchers)
+		if err != nil {
+			return nil, err
+		}
+		l, err := b.launch(ctx, n, launchers)
+		if err != nil {
+			return nil, err
+		}
+		l.drain = d.rate
+		s.rounds = append(s.rounds, l)
+	}
+	return s, nil
 }
 
 // launch pre-fills n scheduled runs with a burst (one scheduler, no

@@ -24,8 +24,7 @@ type limitResult struct {
 	redisCPU    map[int]float64 // Redis CPU share of a core while enqueuing
 	best        float64
 	bestClients int
-	drain       float64         // no-op tasks/s through one asynq server
-	drainBy     map[int]float64 // no-op tasks/s by asynq servers draining together
+	drain       float64 // no-op tasks/s through one asynq server
 	drainConc   int
 	drained     int64
 	// CPU per drained task: this process's (the asynq server's) and Redis's.
@@ -88,23 +87,6 @@ func (b *bench) limit(ctx context.Context) (*limitResult, error) {
 		return nil, err
 	}
 	res.drain, res.drained, res.drainCPU, res.drainRedisCPU = d.rate, d.drained, d.cpu, d.redisCPU
-	// With as many servers as launcher processes are measured, to
-	// compare them process for process (the servers share these cores
-	// as the launchers do).
-	res.drainBy = map[int]float64{1: d.rate}
-	for _, k := range b.cfg.launchReplicas {
-		if _, ok := res.drainBy[k]; ok || k < 1 {
-			continue
-		}
-		if err := b.fillLimit(ctx, n, res.bestClients); err != nil {
-			return nil, err
-		}
-		d, err := b.drain(ctx, n, k)
-		if err != nil {
-			return nil, err
-		}
-		res.drainBy[k] = d.rate
-	}
 	return res, nil
 }
 

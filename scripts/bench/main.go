@@ -69,6 +69,7 @@ type config struct {
 	launchN        int
 	launchReplicas []int
 	launchConc     int
+	launchRounds   int
 
 	apiN, apiClients int
 	apiMax           time.Duration
@@ -99,7 +100,7 @@ type results struct {
 	peers      []*peerResult
 	steady     *steadyResult
 	footprints []*footprintResult
-	launches   []*launchResult
+	launches   []*launchSeries
 	api        *apiResult
 	profile    *profileResult
 	errs       []string
@@ -232,8 +233,12 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 			b.res.footprints = append(b.res.footprints, r)
 		}
 	case "launch":
+		clients := 32
+		if b.res.limit != nil {
+			clients = b.res.limit.bestClients
+		}
 		for _, k := range cfg.launchReplicas {
-			r, err := b.launch(ctx, cfg.launchN, k)
+			r, err := b.launchRounds(ctx, cfg.launchN, k, cfg.launchRounds, clients)
 			if err != nil {
 				return fmt.Errorf("%d launchers: %w", k, err)
 			}
@@ -286,6 +291,7 @@ func parseFlags(args []string) (config, error) {
 
 	fs.IntVar(&cfg.launchN, "launch-n", 20000, "launch: runs drained")
 	launchReplicas := fs.String("launch-replicas", "1,2", "launch: launcher processes")
+	fs.IntVar(&cfg.launchRounds, "launch-rounds", 3, "launch: rounds of a raw drain then a launch, each with launch-n tasks (the median ratio is reported)")
 	fs.IntVar(&cfg.launchConc, "launch-concurrency", 50, "launch: LAUNCHER_CONCURRENCY (as in the steady scenario), also each raw drain server's concurrency")
 
 	fs.IntVar(&cfg.apiN, "api-n", 50000, "api: upserts")
@@ -314,7 +320,7 @@ func parseFlags(args []string) (config, error) {
 			"peer-sizes": "2000", "peer-spec": "@every 3s", "peer-wait": "8s",
 			"steady-n": "2000", "steady-period": "5s", "steady-minutes": "2", "steady-launcher-concurrency": "20",
 			"footprint-sizes": "2000", "idle": "3s",
-			"limit-n": "5000", "launch-n": "2000", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
+			"limit-n": "5000", "launch-n": "2000", "launch-rounds": "1", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -379,8 +385,8 @@ func parseFlags(args []string) (config, error) {
 	if cfg.apiLoad != "auto" && cfg.apiLoad != "wrk" && cfg.apiLoad != "go" {
 		return cfg, fmt.Errorf("-api-load must be auto, wrk or go, got %q", cfg.apiLoad)
 	}
-	if cfg.tickMS < 10 || cfg.shards < 1 || cfg.dupReplicas < 1 || cfg.apiClients < 1 || cfg.launchConc < 1 {
-		return cfg, fmt.Errorf("-tick-ms, -shards, -dup-replicas, -api-clients and -launch-concurrency must be positive")
+	if cfg.tickMS < 10 || cfg.shards < 1 || cfg.dupReplicas < 1 || cfg.apiClients < 1 || cfg.launchConc < 1 || cfg.launchRounds < 1 {
+		return cfg, fmt.Errorf("-tick-ms, -shards, -dup-replicas, -api-clients, -launch-concurrency and -launch-rounds must be positive")
 	}
 	return cfg, nil
 }

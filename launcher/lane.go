@@ -42,7 +42,13 @@ const finishPatience = 20 * time.Second
 
 type lane struct {
 	l     *Launcher
-	slots chan struct{} // one per run in progress
+	slots chan struct{} // one per run taken and not yet past its executor call
+	// finishing bounds the runs past their executor calls whose statuses
+	// and task ends are being written: a run frees its slot for the next
+	// task as soon as the executor answers, so that taking the next tasks
+	// overlaps with those writes (two round trips fewer per slot). When
+	// Redis is slow this fills up and the runs keep their slots.
+	finishing chan struct{}
 
 	mu   sync.Mutex
 	held map[string]bool // ids of the tasks taken and not yet finished
@@ -60,7 +66,8 @@ type lane struct {
 // newLane returns the lane of a launcher: its runs and the asynq server's
 // one make Concurrency.
 func newLane(l *Launcher) *lane {
-	return &lane{l: l, slots: make(chan struct{}, l.cfg.Concurrency-1), held: map[string]bool{}}
+	n := l.cfg.Concurrency - 1
+	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[string]bool{}}
 }
 
 func (ln *lane) start(ctx context.Context) {
@@ -136,10 +143,7 @@ func (ln *lane) takeLoop(ctx context.Context) {
 		}
 		ln.mu.Unlock()
 		for _, t := range tasks {
-			ln.running.Go(func() {
-				defer ln.release(1)
-				ln.run(t)
-			})
+			ln.running.Go(func() { ln.run(t) })
 		}
 	}
 }
@@ -179,11 +183,19 @@ func (ln *lane) release(n int) {
 	}
 }
 
-// run carries out a taken task and finishes it.
+// run carries out a taken task, which holds a slot, and finishes it. The
+// slot is freed once the executor has answered (or the attempt ended
+// without calling it).
 func (ln *lane) run(t *queue.TakenTask) {
+	free := sync.OnceFunc(func() {
+		ln.finishing <- struct{}{}
+		ln.release(1)
+	})
+	defer func() { <-ln.finishing }()
 	ctx, cancel := context.WithDeadline(ln.runCtx, t.Deadline)
-	err := ln.attempt(ctx, t)
+	err := ln.attempt(ctx, t, free)
 	cancel()
+	free()
 	end, retryAt, msg := queue.TaskDone, time.Time{}, ""
 	switch {
 	case err == nil:
@@ -200,7 +212,7 @@ func (ln *lane) run(t *queue.TakenTask) {
 
 // attempt is what asynq's server would call the handler for; a panic is
 // the attempt's error, as asynq's server makes it.
-func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask) (err error) {
+func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask, executed func()) (err error) {
 	l := ln.l
 	defer func() {
 		if r := recover(); r != nil {
@@ -215,7 +227,7 @@ func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask) (err error) {
 	case t.Err != nil:
 		return t.Err
 	}
-	return l.launch(ctx, attempt{p: t.Payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.State})
+	return l.launch(ctx, attempt{p: t.Payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.State, executed: executed})
 }
 
 // finish records how the task ended, retrying while its lease holds; if

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 		ln := newLane(l)
 		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
 		ln.held[key] = true
+		ln.slots <- struct{}{} // as takeLoop does for each task
 		tasks[0].Retried = retried
 		return ln, tasks[0]
 	}
@@ -123,6 +125,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	require.Nil(t, tasks[0].Payload)
 	ln = newLane(l)
 	ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
+	ln.slots <- struct{}{}
 	ln.run(tasks[0])
 	info = state("garbage")
 	require.Equal(t, asynq.TaskStateArchived, info.State)
@@ -191,4 +194,43 @@ func TestARunTakenEarlyIsCheckedAfterItsWait(t *testing.T) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	require.Empty(t, ex.reqs, "the run was started on what was read before its wait")
+}
+
+// LAUNCHER_CONCURRENCY bounds the executor calls in progress, the asynq
+// worker's and the lane's together, though a lane run frees its slot as
+// soon as the executor answers, before its status and its task's end are
+// written.
+func TestExecutorCallsStayWithinConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	const n, limit = 60, 4
+	for i := range n {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
+		require.NoError(t, err)
+	}
+	var inCall, most atomic.Int32
+	ex := executorFunc(func(context.Context, Request) (Result, error) {
+		c := inCall.Add(1)
+		defer inCall.Add(-1)
+		for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		return Result{Status: model.RunSuccess}, nil
+	})
+	l, err := New(store, &Config{Executor: ex, Concurrency: limit, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	t.Cleanup(l.Stop)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	require.Eventually(t, func() bool {
+		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)
+		return err == nil && qi.Completed == n
+	}, 20*time.Second, 20*time.Millisecond)
+	require.LessOrEqual(t, most.Load(), int32(limit))
+	require.Greater(t, most.Load(), int32(1), "the lane runs several at once")
 }

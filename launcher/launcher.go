@@ -180,12 +180,14 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // attempt is one try at starting a run: its task's payload, asynq's
-// counts of the task's attempts, and the run's launch state when it was
-// read with the task (else launch reads it).
+// counts of the task's attempts, the run's launch state when it was read
+// with the task (else launch reads it), and what to call when the
+// executor has answered (the lane frees the run's slot).
 type attempt struct {
 	p                 *queue.TaskPayload
 	retried, maxRetry int
 	state             *queue.LaunchState
+	executed          func()
 }
 
 // launch carries out one attempt of a run task. Its error means what a
@@ -284,6 +286,9 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
 	}})
+	if a.executed != nil {
+		a.executed()
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The launcher is stopping (asynq puts the task back in the

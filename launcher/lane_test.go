@@ -132,23 +132,21 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	require.Contains(t, info.LastErr, "decode run task payload")
 }
 
-// Started, the lane takes the tasks of many runs together and carries
-// them all out, each once.
-func TestLaneRunsABacklog(t *testing.T) {
-	t.Parallel()
+// runBacklog starts n manual runs, then a launcher with executor ex and
+// the concurrency given, and waits until their tasks are all completed.
+func runBacklog(t *testing.T, n, concurrency int, ex Executor) {
+	t.Helper()
 	ctx := context.Background()
 	rdb := queuetest.StartRedis(t).Client(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	const n = 300
 	for i := range n {
 		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
 		require.NoError(t, err)
 	}
-	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
-	l, err := New(store, &Config{Executor: ex, Concurrency: 20, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	l, err := New(store, &Config{Executor: ex, Concurrency: concurrency, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
 	t.Cleanup(l.Stop)
@@ -157,6 +155,15 @@ func TestLaneRunsABacklog(t *testing.T) {
 		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)
 		return err == nil && qi.Completed == n
 	}, 20*time.Second, 20*time.Millisecond)
+}
+
+// Started, the lane takes the tasks of many runs together and carries
+// them all out, each once.
+func TestLaneRunsABacklog(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	runBacklog(t, n, 20, ex)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	seen := map[string]bool{}
@@ -202,17 +209,7 @@ func TestARunTakenEarlyIsCheckedAfterItsWait(t *testing.T) {
 // written.
 func TestExecutorCallsStayWithinConcurrency(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
-	require.NoError(t, err)
-	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	const n, limit = 60, 4
-	for i := range n {
-		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
-			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
-		require.NoError(t, err)
-	}
+	const limit = 4
 	var inCall, most atomic.Int32
 	ex := executorFunc(func(context.Context, Request) (Result, error) {
 		c := inCall.Add(1)
@@ -222,15 +219,7 @@ func TestExecutorCallsStayWithinConcurrency(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		return Result{Status: model.RunSuccess}, nil
 	})
-	l, err := New(store, &Config{Executor: ex, Concurrency: limit, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
-	require.NoError(t, err)
-	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	require.Eventually(t, func() bool {
-		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)
-		return err == nil && qi.Completed == n
-	}, 20*time.Second, 20*time.Millisecond)
+	runBacklog(t, 60, limit, ex)
 	require.LessOrEqual(t, most.Load(), int32(limit))
 	require.Greater(t, most.Load(), int32(1), "the lane runs several at once")
 }

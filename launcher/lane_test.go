@@ -37,6 +37,15 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	require.NoError(t, err)
 	// Take the task itself rather than start the launcher, whose asynq
 	// worker could take it first.
+	// holding is a lane holding task tk as takeLoop leaves it: leased,
+	// in a slot.
+	holding := func(tk *queue.TakenTask) *lane {
+		ln := newLane(l)
+		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
+		ln.held[tk.ID] = true
+		ln.slots <- struct{}{}
+		return ln
+	}
 	take := func(key string, retried int) (*lane, *queue.TakenTask) {
 		t.Helper()
 		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
@@ -46,12 +55,8 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 		tasks, err := store.TakeRunTasks(ctx, 10)
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		ln := newLane(l)
-		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
-		ln.held[key] = true
-		ln.slots <- struct{}{} // as takeLoop does for each task
 		tasks[0].Retried = retried
-		return ln, tasks[0]
+		return holding(tasks[0]), tasks[0]
 	}
 	state := func(key string) *asynq.TaskInfo {
 		t.Helper()
@@ -123,10 +128,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	require.Nil(t, tasks[0].Payload)
-	ln = newLane(l)
-	ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
-	ln.slots <- struct{}{}
-	ln.run(tasks[0])
+	holding(tasks[0]).run(tasks[0])
 	info = state("garbage")
 	require.Equal(t, asynq.TaskStateArchived, info.State)
 	require.Contains(t, info.LastErr, "decode run task payload")

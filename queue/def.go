@@ -18,7 +18,8 @@ import (
 // tk (a digest of the timing, which tells an upsert whether to keep the
 // next fire time) and ver (bumped on every definition write) are fields of
 // the same hash.
-var defFields = []string{"o", "k", "t", "w", "v", "u", "c", "d", "z", "e", "f", "s", "x", "j", "op", "cp", "a", "cr", "up"}
+var defFields = []string{sfOwner, sfKind, sfTarget, sfWorkflow, sfVersion, sfUser, sfCron, sfDialect, sfZone,
+	sfEvery, sfFireAt, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
 
@@ -43,25 +44,25 @@ func encodeDef(r *model.ScheduleRecord) []string {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	add("o", r.Owner)
-	add("k", string(r.Kind))
-	add("t", string(r.Target))
-	add("w", r.WorkflowID)
-	add("v", string(r.Version))
-	add("u", r.UserID)
-	add("c", r.CronExpr)
-	add("d", string(r.Dialect))
-	add("z", r.Timezone)
-	add("e", num(r.EverySeconds))
-	add("f", opt(r.FireAt))
-	add("s", opt(r.StartAt))
-	add("x", opt(r.EndAt))
-	add("j", num(r.JitterMs))
-	add("op", string(r.OverlapPolicy))
-	add("cp", string(r.CatchupPolicy))
-	add("a", msString(r.Anchor))
-	add("cr", msString(r.CreatedAt))
-	add("up", msString(r.UpdatedAt))
+	add(sfOwner, r.Owner)
+	add(sfKind, string(r.Kind))
+	add(sfTarget, string(r.Target))
+	add(sfWorkflow, r.WorkflowID)
+	add(sfVersion, string(r.Version))
+	add(sfUser, r.UserID)
+	add(sfCron, r.CronExpr)
+	add(sfDialect, string(r.Dialect))
+	add(sfZone, r.Timezone)
+	add(sfEvery, num(r.EverySeconds))
+	add(sfFireAt, opt(r.FireAt))
+	add(sfStartAt, opt(r.StartAt))
+	add(sfEndAt, opt(r.EndAt))
+	add(sfJitter, num(r.JitterMs))
+	add(sfOverlap, string(r.OverlapPolicy))
+	add(sfCatchup, string(r.CatchupPolicy))
+	add(sfAnchor, msString(r.Anchor))
+	add(sfCreated, msString(r.CreatedAt))
+	add(sfUpdated, msString(r.UpdatedAt))
 	return out
 }
 
@@ -97,12 +98,12 @@ func DecodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 		return &t
 	}
 	r := &model.ScheduleRecord{
-		ID: id, Owner: h["o"], Kind: model.Kind(h["k"]), Target: model.Target(h["t"]),
-		WorkflowID: h["w"], Version: model.Version(h["v"]), UserID: h["u"], CronExpr: h["c"],
-		Dialect: model.Dialect(h["d"]), Timezone: h["z"], EverySeconds: num("e"),
-		FireAt: opt("f"), StartAt: opt("s"), EndAt: opt("x"), JitterMs: num("j"),
-		OverlapPolicy: model.OverlapPolicy(h["op"]), CatchupPolicy: model.CatchupPolicy(h["cp"]),
-		Anchor: fromMS(num("a")), CreatedAt: fromMS(num("cr")), UpdatedAt: fromMS(num("up")),
+		ID: id, Owner: h[sfOwner], Kind: model.Kind(h[sfKind]), Target: model.Target(h[sfTarget]),
+		WorkflowID: h[sfWorkflow], Version: model.Version(h[sfVersion]), UserID: h[sfUser], CronExpr: h[sfCron],
+		Dialect: model.Dialect(h[sfDialect]), Timezone: h[sfZone], EverySeconds: num(sfEvery),
+		FireAt: opt(sfFireAt), StartAt: opt(sfStartAt), EndAt: opt(sfEndAt), JitterMs: num(sfJitter),
+		OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
+		Anchor: fromMS(num(sfAnchor)), CreatedAt: fromMS(num(sfCreated)), UpdatedAt: fromMS(num(sfUpdated)),
 	}
 	if bad != "" {
 		return nil, fmt.Errorf("decode stored schedule %s: field %s is not a number: %q", id, bad, h[bad])

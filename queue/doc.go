@@ -8,12 +8,13 @@
 // shard share the hash tag "{sNN}":
 //
 //	chronos:{s07}:due            ZSET  schedule id -> act time (ms); +inf when paused, held or retired
-//	chronos:{s07}:sched:<id>     HASH  definition fields (see defFields), tk, ver, next (ms), paused, inflight (key), held, rel, rs (resumed or jitter changed at, ms)
+//	chronos:{s07}:sched:<id>     HASH  the definition, then its state: tk, ver, next, paused, inflight, held, rel, rs (schema.go)
 //	chronos:{s07}:runs:<id>      ZSET  idempotency key -> run_at (ms), the last N runs
-//	chronos:{s07}:run:<key>      HASH  one run record (see runFields)
+//	chronos:{s07}:run:<key>      HASH  one run record: sid, at, fire, st, rid, enq, cr, up, err, src, att, retry, req (schema.go)
 //	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
 //	chronos:{chronos}:manual:<key> STRING a manual run's mark on its key, as long as its record (manual_run.lua)
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run
+//	chronos:{s07}:vers           STRING the shard's definition version counter (upsert.lua): ver never repeats, even for an id re-created
 //	chronos:{s07}:lease          STRING redsync lock of the shard
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON
 //	chronos:meta                 HASH  shards (fixed when the first process starts)
@@ -22,6 +23,9 @@
 //	chronos:launchers            ZSET  launcher replica id -> last heartbeat (ms)
 //	chronos:launchers:skew       HASH  launcher replica id -> its host clock's skew against Redis (ms)
 //	asynq:{chronos}:...          asynq's own keys for the run queue
+//
+// schema.go names every hash field and key segment once; the Lua scripts
+// use the same names (loadScript declares them before each script).
 //
 // A schedule's act time is its next fire time minus the lookahead for the
 // "allow" overlap policy (so its task can be enqueued ahead with ProcessAt),

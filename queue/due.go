@@ -55,7 +55,7 @@ func (d *DueSchedule) Plan() Plan {
 // before until.
 func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit int) ([]DueSchedule, error) {
 	res, err := readDueScript.Run(ctx, s.rdb, []string{dueKey(shard)},
-		ms(until), limit, shardPrefix(shard)+"sched:").StringSlice()
+		ms(until), limit, shardPrefix(shard)+segSched).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}
@@ -69,9 +69,9 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 		if n > 0 {
 			d.Hash = pairsToMap(res[i+2 : i+2+n])
 			d.Def = defString(d.Hash)
-			d.NextRaw, d.Inflight, d.Ver = d.Hash["next"], d.Hash["inflight"], d.Hash["ver"]
-			d.Released = d.Hash["rel"] != ""
-			d.ResumedAt, _ = parseMS(d.Hash["rs"])
+			d.NextRaw, d.Inflight, d.Ver = d.Hash[sfNext], d.Hash[sfInflight], d.Hash[sfVer]
+			d.Released = d.Hash[sfReleased] != ""
+			d.ResumedAt, _ = parseMS(d.Hash[sfResumed])
 		}
 		i += 2 + n
 		if d.NextRaw != "" {

@@ -28,10 +28,10 @@ func dueKey(s int) string                 { return shardPrefix(s) + "due" }
 func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }
 func versionsKey(s int) string            { return shardPrefix(s) + "vers" }
 func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
-func scheduleKey(s int, id string) string { return shardPrefix(s) + "sched:" + id }
-func historyKey(s int, id string) string  { return shardPrefix(s) + "runs:" + id }
-func deletedKey(s int, id string) string  { return shardPrefix(s) + "deleted:" + id }
-func runKey(s int, key string) string     { return shardPrefix(s) + "run:" + key }
+func scheduleKey(s int, id string) string { return shardPrefix(s) + segSched + id }
+func historyKey(s int, id string) string  { return shardPrefix(s) + segRuns + id }
+func deletedKey(s int, id string) string  { return shardPrefix(s) + segDeleted + id }
+func runKey(s int, key string) string     { return shardPrefix(s) + segRun + key }
 
 // manualKeyPrefix prefixes the marks of the idempotency keys manual runs
 // took, in the run queue's hash slot (beside its tasks), where the commit

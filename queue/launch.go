@@ -57,7 +57,7 @@ func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 	_, _ = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, p := range ps {
 			sh := s.taskShard(p)
-			rs[i].run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), "st", "enq", "att", "retry", "up")
+			rs[i].run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), rfStatus, rfEnqueued, rfAttempts, rfRetryAt, rfUpdated)
 			if p.ScheduleID != "" {
 				rs[i].sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
 			}

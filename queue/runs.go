@@ -21,7 +21,7 @@ import (
 // failed to start also has att (failed attempts, see RecordFailedAttempt)
 // and retry (when the last one's retry was due, ms), which only launchers
 // read.
-var runFields = []string{"sid", "at", "fire", "st", "rid", "enq", "cr", "up", "err", "src"}
+var runFields = []string{rfSchedule, rfRunAt, rfFireAt, rfStatus, rfRunID, rfEnqueued, rfCreated, rfUpdated, rfError, rfSource}
 
 func runFromFields(key string, v []any) (*model.Run, error) {
 	str := func(i int) string { s, _ := v[i].(string); return s }

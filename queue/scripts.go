@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"bytes"
 	"embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,17 +14,40 @@ var luaFiles embed.FS
 // loadScript returns the script lua/<name>.lua with the shared
 // functions it uses (lua/<lib>.lua) put before it: Redis scripts cannot
 // call one another, so code two of them need is written once and joined
-// in here.
+// in here (see joinScript).
 func loadScript(name string, libs ...string) *redis.Script {
-	var src []byte
-	for _, f := range append(libs, name) {
+	read := func(f string) []byte {
 		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
 		if err != nil {
 			panic("queue: missing embedded script " + f)
 		}
-		src = append(append(src, b...), '\n')
+		return b
 	}
-	return redis.NewScript(string(src))
+	var lib [][]byte
+	for _, f := range libs {
+		lib = append(lib, read(f))
+	}
+	return redis.NewScript(joinScript(read(name), lib...))
+}
+
+// joinScript puts luaPrelude (the names of schema.go), then the
+// libraries, before the script main. A shebang line of main
+// (#!lua flags=...), which Redis reads only as a script's first line,
+// stays first.
+func joinScript(main []byte, libs ...[]byte) string {
+	var b strings.Builder
+	if bytes.HasPrefix(main, []byte("#!")) {
+		line, rest, _ := bytes.Cut(main, []byte("\n"))
+		b.Write(line)
+		b.WriteByte('\n')
+		main = rest
+	}
+	b.WriteString(luaPrelude)
+	for _, l := range append(libs, main) {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.

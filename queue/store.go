@@ -36,10 +36,10 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if err := rdb.HSetNX(ctx, metaKey, "shards", c.Shards).Err(); err != nil {
+	if err := rdb.HSetNX(ctx, metaKey, metaShards, c.Shards).Err(); err != nil {
 		return nil, fmt.Errorf("record shard count in %s: %w", metaKey, err)
 	}
-	got, err := rdb.HGet(ctx, metaKey, "shards").Int()
+	got, err := rdb.HGet(ctx, metaKey, metaShards).Int()
 	if err != nil {
 		return nil, fmt.Errorf("read shard count from %s: %w", metaKey, err)
 	}
@@ -133,9 +133,9 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	if t := sched.Next(now); !t.IsZero() {
 		nextMS = strconv.FormatInt(ms(t), 10)
 	}
-	// The script owns a, cr and up: they depend on what is stored.
+	// The script owns the anchor, created and updated fields: they depend on what is stored.
 	var pairs []string
-	sent := map[string]bool{"a": true, "cr": true, "up": true}
+	sent := map[string]bool{sfAnchor: true, sfCreated: true, sfUpdated: true}
 	all := encodeDef(&next)
 	for i := 0; i < len(all); i += 2 {
 		if !sent[all[i]] {
@@ -199,17 +199,17 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleReco
 // scheduleFromHash builds a record from its hash as stored: NextRunAt is
 // the next time not yet planned.
 func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, error) {
-	if h["cr"] == "" {
+	if h[sfCreated] == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
 	rec, err := DecodeDef(id, h)
 	if err != nil {
 		return nil, err
 	}
-	if t, ok := parseMS(h["next"]); ok {
+	if t, ok := parseMS(h[sfNext]); ok {
 		rec.NextRunAt = &t
 	}
-	rec.Paused = h["paused"] != ""
+	rec.Paused = h[sfPaused] != ""
 	return rec, nil
 }
 
@@ -289,7 +289,7 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 		}
 	}
 	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},
-		id, boolArg(paused), nextMS, score, h["ver"], ms(now)).Int()
+		id, boolArg(paused), nextMS, score, h[sfVer], ms(now)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}

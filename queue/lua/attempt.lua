@@ -6,8 +6,8 @@
 -- ARGV[1] -> now, ms
 -- ARGV[2] -> when the retry is due, ms
 -- Output: attempts counted so far, or -1 when the run is not ENQUEUED
-if redis.call('HGET', KEYS[1], 'st') ~= 'ENQUEUED' then
+if redis.call('HGET', KEYS[1], rfStatus) ~= stEnqueued then
   return -1
 end
-redis.call('HSET', KEYS[1], 'up', ARGV[1], 'retry', ARGV[2])
-return redis.call('HINCRBY', KEYS[1], 'att', 1)
+redis.call('HSET', KEYS[1], rfUpdated, ARGV[1], rfRetryAt, ARGV[2])
+return redis.call('HINCRBY', KEYS[1], rfAttempts, 1)

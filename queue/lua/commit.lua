@@ -28,7 +28,7 @@
 -- (not written as planned: its record existed, planned before, or its
 -- key is taken, see below) or - (not applied: the plan was cut short)
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
+local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
 -- taken: a manual run was started with this run's key (POST
 -- /run-launcher/start; it leaves a mark for as long as its record lives),
 -- or a live asynq task has the key. That run is the one the key names:
@@ -57,13 +57,13 @@ for p = 1, tonumber(ARGV[7]) do
   local newNext, newScore, newInfl, deadline = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
   local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])
   i = i + 10
-  local skey = pfx .. 'sched:' .. id
-  local cur = redis.call('HMGET', skey, 'next', 'inflight', 'paused', 'held', 'ver', 'rel')
+  local skey = pfx .. segSched .. id
+  local cur = redis.call('HMGET', skey, sfNext, sfInflight, sfPaused, sfHeld, sfVer, sfReleased)
   if cur[5] == expVer and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
     if cur[6] then
-      redis.call('HDEL', skey, 'rel')
+      redis.call('HDEL', skey, sfReleased)
     end
-    local hkey = pfx .. 'runs:' .. id
+    local hkey = pfx .. segRuns .. id
     -- A run planned again (after a resume, or a delete and re-create)
     -- keeps its record. If the plan makes such a run the in-flight one
     -- and it has ended (or makes one whose key is taken, see taken),
@@ -77,7 +77,7 @@ for p = 1, tonumber(ARGV[7]) do
       for r = 1, nRuns do
         local j = i + (r - 1) * 7
         if ARGV[j] == newInfl then
-          local rec = redis.call('HMGET', pfx .. 'run:' .. newInfl, 'st', 'sid')
+          local rec = redis.call('HMGET', pfx .. segRun .. newInfl, rfStatus, rfSchedule)
           local st, sid = rec[1], rec[2]
           if final[st] or (st and sid ~= id) or (not st and taken(newInfl)) then
             newInfl = ''
@@ -94,12 +94,12 @@ for p = 1, tonumber(ARGV[7]) do
     local made = {'+'}
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
-      local rkey = pfx .. 'run:' .. key
+      local rkey = pfx .. segRun .. key
       local mark = '0'
       if r > apply then
         mark = '-'
       elseif redis.call('EXISTS', rkey) == 1 then
-        if redis.call('HGET', rkey, 'sid') == id then
+        if redis.call('HGET', rkey, rfSchedule) == id then
           -- Planned again: after a resume, or by a schedule created
           -- again while a launcher held the deleted one's run (upsert.lua
           -- removes the others). The run is this schedule's, in its
@@ -109,24 +109,24 @@ for p = 1, tonumber(ARGV[7]) do
           -- Enqueued before, SKIPPED by this plan (overlap_policy skip,
           -- a run in flight): not started.
           -- (One a launcher has taken already is left as it is.)
-          if st == 'SKIPPED' and redis.call('HGET', rkey, 'st') == 'ENQUEUED' and
+          if st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
             redis.call('HGET', tpfx .. key, 'state') ~= 'active' then
-            redis.call('HSET', rkey, 'st', 'SKIPPED', 'err', err, 'up', now)
+            redis.call('HSET', rkey, rfStatus, stSkipped, rfError, err, rfUpdated, now)
           end
         end
       else
-        if st == 'ENQUEUED' and taken(key) then
-          st, err = 'SKIPPED', takenErr
+        if st == stEnqueued and taken(key) then
+          st, err = stSkipped, takenErr
         else
           mark = '1'
         end
-        local f = {'sid', id, 'at', ARGV[i + 1], 'fire', ARGV[i + 2], 'st', st, 'cr', now, 'up', now, 'src', 'schedule'}
+        local f = {rfSchedule, id, rfRunAt, ARGV[i + 1], rfFireAt, ARGV[i + 2], rfStatus, st, rfCreated, now, rfUpdated, now, rfSource, srcSchedule}
         if err ~= '' then
-          f[#f + 1] = 'err'
+          f[#f + 1] = rfError
           f[#f + 1] = err
         end
-        if st == 'ENQUEUED' then
-          f[#f + 1] = 'enq'
+        if st == stEnqueued then
+          f[#f + 1] = rfEnqueued
           f[#f + 1] = now
           enqueue_task(tpfx .. key, key, ARGV[i + 5], ARGV[i + 6], nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         end
@@ -139,7 +139,7 @@ for p = 1, tonumber(ARGV[7]) do
     local inflight = cur[2] or ''
     if newInfl ~= '' then
       inflight = newInfl
-      redis.call('HSET', skey, 'inflight', newInfl)
+      redis.call('HSET', skey, sfInflight, newInfl)
       redis.call('ZADD', KEYS[2], deadline, id)
     end
     -- Trim the oldest runs beyond the history kept, except the one in
@@ -158,8 +158,8 @@ for p = 1, tonumber(ARGV[7]) do
         if removed == want or kept == trimScan then
           break
         end
-        local rkey = pfx .. 'run:' .. k
-        if k ~= inflight and (redis.call('HGET', rkey, 'st') ~= 'ENQUEUED' or not task_live(tpfx .. k)) then
+        local rkey = pfx .. segRun .. k
+        if k ~= inflight and (redis.call('HGET', rkey, rfStatus) ~= stEnqueued or not task_live(tpfx .. k)) then
           redis.call('DEL', rkey)
           redis.call('ZREM', hkey, k)
           removed = removed + 1
@@ -171,16 +171,16 @@ for p = 1, tonumber(ARGV[7]) do
     if cutNext then
       -- The run at cutNext was found due by this plan: planned again at
       -- the next tick, it is released (rel), not judged missed anew.
-      redis.call('HSET', skey, 'next', cutNext, 'rel', '1')
+      redis.call('HSET', skey, sfNext, cutNext, sfReleased, flagSet)
       redis.call('ZADD', KEYS[1], tonumber(now) + 1, id)
     else
       if newNext == '' then
-        redis.call('HDEL', skey, 'next')
+        redis.call('HDEL', skey, sfNext)
       else
-        redis.call('HSET', skey, 'next', newNext)
+        redis.call('HSET', skey, sfNext, newNext)
       end
       if hold == '1' then
-        redis.call('HSET', skey, 'held', '1')
+        redis.call('HSET', skey, sfHeld, flagSet)
         redis.call('ZADD', KEYS[1], '+inf', id)
       else
         redis.call('ZADD', KEYS[1], newScore, id)

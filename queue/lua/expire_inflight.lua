@@ -12,19 +12,19 @@
 local pfx = ARGV[1]
 local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))) do
-  local skey = pfx .. 'sched:' .. id
-  local inflight = redis.call('HGET', skey, 'inflight')
+  local skey = pfx .. segSched .. id
+  local inflight = redis.call('HGET', skey, sfInflight)
   if inflight then
-    local rkey = pfx .. 'run:' .. inflight
-    local st = redis.call('HGET', rkey, 'st')
-    if st == 'ENQUEUED' or st == 'STARTED' then
-      redis.call('HSET', rkey, 'st', 'FAILED', 'err', ARGV[4], 'up', ARGV[2])
+    local rkey = pfx .. segRun .. inflight
+    local st = redis.call('HGET', rkey, rfStatus)
+    if st == stEnqueued or st == stStarted then
+      redis.call('HSET', rkey, rfStatus, stFailed, rfError, ARGV[4], rfUpdated, ARGV[2])
       out[#out + 1] = inflight
     end
-    local att = tonumber(redis.call('HGET', rkey, 'att') or '0')
+    local att = tonumber(redis.call('HGET', rkey, rfAttempts) or '0')
     -- Still ENQUEUED with its task active: a launcher holds it, its first
     -- executor call in progress. It was being started, as one retried is.
-    local launching = st == 'ENQUEUED' and redis.call('HGET', ARGV[5] .. inflight, 'state') == 'active'
+    local launching = st == stEnqueued and redis.call('HGET', ARGV[5] .. inflight, 'state') == 'active'
     release(skey, id, KEYS[1], KEYS[2], ran(st, false, att) or launching, ARGV[2])
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight

@@ -20,7 +20,7 @@
 --            run it created
 -- Output: 1 created, 0 already exists, 2 a live task (another run's) holds the key
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'req') == ARGV[9] then
+  if redis.call('HGET', KEYS[1], rfRequest) == ARGV[9] then
     return 1
   end
   return 0
@@ -28,8 +28,8 @@ end
 if task_live(ARGV[5] .. ARGV[1]) then
   return 2
 end
-redis.call('HSET', KEYS[1], 'sid', '', 'at', ARGV[2], 'fire', ARGV[2], 'st', 'ENQUEUED',
-  'cr', ARGV[3], 'up', ARGV[3], 'enq', ARGV[3], 'src', 'manual', 'req', ARGV[9])
+redis.call('HSET', KEYS[1], rfSchedule, '', rfRunAt, ARGV[2], rfFireAt, ARGV[2], rfStatus, stEnqueued,
+  rfCreated, ARGV[3], rfUpdated, ARGV[3], rfEnqueued, ARGV[3], rfSource, srcManual, rfRequest, ARGV[9])
 -- An absolute expiry from Redis's own clock: the same as EXPIRE, but a
 -- TTL centuries long overflows some Redis emulations (miniredis).
 local expire_at = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[4])

@@ -14,21 +14,21 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-local st = redis.call('HMGET', KEYS[1], 'paused', 'held', 'ver')
+local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
 if ARGV[2] == '1' then
   if st[1] then return 0 end
-  redis.call('HSET', KEYS[1], 'paused', '1')
+  redis.call('HSET', KEYS[1], sfPaused, flagSet)
   redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
   return 1
 end
 if not st[1] then return 0 end
 if (st[3] or '') ~= ARGV[5] then return -2 end
-redis.call('HDEL', KEYS[1], 'paused', 'rel') -- next is a new time: not one released
-redis.call('HSET', KEYS[1], 'rs', ARGV[6])
+redis.call('HDEL', KEYS[1], sfPaused, sfReleased) -- next is a new time: not one released
+redis.call('HSET', KEYS[1], sfResumed, ARGV[6])
 if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], 'next')
+  redis.call('HDEL', KEYS[1], sfNext)
 else
-  redis.call('HSET', KEYS[1], 'next', ARGV[3])
+  redis.call('HSET', KEYS[1], sfNext, ARGV[3])
 end
 if st[2] or ARGV[3] == '' then
   redis.call('ZADD', KEYS[2], '+inf', ARGV[1])

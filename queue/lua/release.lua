@@ -20,9 +20,9 @@
 local function ran(st, unplanned, att)
   if not st then
     return false
-  elseif st == 'SKIPPED' then
+  elseif st == stSkipped then
     return unplanned
-  elseif st == 'ENQUEUED' then
+  elseif st == stEnqueued then
     return att > 0
   end
   return true
@@ -31,8 +31,8 @@ end
 -- release(skey, id, due_key, inflight_key, ran, now): now is the
 -- caller's clock reading, ms.
 local function release(skey, id, due_key, inflight_key, ran, now)
-  local s = redis.call('HMGET', skey, 'held', 'paused')
-  redis.call('HDEL', skey, 'inflight')
+  local s = redis.call('HMGET', skey, sfHeld, sfPaused)
+  redis.call('HDEL', skey, sfInflight)
   redis.call('ZREM', inflight_key, id)
   if s[1] and not s[2] then
     local act = unhold(skey, ran, now)
@@ -40,6 +40,6 @@ local function release(skey, id, due_key, inflight_key, ran, now)
       redis.call('ZADD', due_key, act, id)
     end
   else
-    redis.call('HDEL', skey, 'held')
+    redis.call('HDEL', skey, sfHeld)
   end
 end

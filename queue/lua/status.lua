@@ -19,29 +19,29 @@
 --            before any launcher tried it, judged by its status before
 --            (ENQUEUED: only if a launcher tried the executor)
 -- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
-local final = {SUCCESS = true, FAILED = true, SKIPPED = true}
-local st = redis.call('HGET', KEYS[1], 'st')
+local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
+local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
   return {-1, ''}
 end
 if final[st] or (ARGV[7] ~= '' and st ~= ARGV[7]) then
   return {0, st}
 end
-redis.call('HSET', KEYS[1], 'st', ARGV[3], 'up', ARGV[6])
+redis.call('HSET', KEYS[1], rfStatus, ARGV[3], rfUpdated, ARGV[6])
 if ARGV[4] ~= '' then
-  redis.call('HSET', KEYS[1], 'rid', ARGV[4])
+  redis.call('HSET', KEYS[1], rfRunID, ARGV[4])
 end
 if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'err', ARGV[5])
+  redis.call('HSET', KEYS[1], rfError, ARGV[5])
 end
 if final[ARGV[3]] then
-  local id = redis.call('HGET', KEYS[1], 'sid')
+  local id = redis.call('HGET', KEYS[1], rfSchedule)
   if id and id ~= '' then
-    local skey = ARGV[1] .. 'sched:' .. id
-    if redis.call('HGET', skey, 'inflight') == ARGV[2] then
+    local skey = ARGV[1] .. segSched .. id
+    if redis.call('HGET', skey, sfInflight) == ARGV[2] then
       local did
       if ARGV[8] == 'abandoned' then
-        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], 'att') or '0'))
+        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], rfAttempts) or '0'))
       else
         did = ran(ARGV[3], ARGV[8] == 'unplanned', 0)
       end

@@ -6,14 +6,14 @@
 -- held (timing change, resume) and not due yet is planned as any run, so
 -- a scheduler outage after this makes it late, not released.
 local function unhold(skey, waited, now)
-  local s = redis.call('HMGET', skey, 'next', 'j')
-  redis.call('HDEL', skey, 'held')
+  local s = redis.call('HMGET', skey, sfNext, sfJitter)
+  redis.call('HDEL', skey, sfHeld)
   if not s[1] then
     return nil
   end
   local act = tonumber(s[1]) - tonumber(s[2] or '0')
   if waited and act <= tonumber(now) then
-    redis.call('HSET', skey, 'rel', '1')
+    redis.call('HSET', skey, sfReleased, flagSet)
   end
   return act
 end

@@ -45,25 +45,25 @@ if exists then
     return {0, redis.call('HGETALL', KEYS[1])}
   end
 end
-local timing = not exists or redis.call('HGET', KEYS[1], 'tk') ~= ARGV[5]
-local jitter = redis.call('HGET', KEYS[1], 'j')
+local timing = not exists or redis.call('HGET', KEYS[1], sfTiming) ~= ARGV[5]
+local jitter = redis.call('HGET', KEYS[1], sfJitter)
 if n > 0 then
   redis.call('HDEL', KEYS[1], unpack(ARGV, 11, 10 + n))
 end
-redis.call('HSET', KEYS[1], 'tk', ARGV[5], 'up', ARGV[2], unpack(ARGV, first))
+redis.call('HSET', KEYS[1], sfTiming, ARGV[5], sfUpdated, ARGV[2], unpack(ARGV, first))
 -- Versions come from a counter of the shard, not the hash, so a schedule
 -- deleted and created again under its id never repeats a version that
 -- a plan in flight was computed from. (The max covers hashes versioned
 -- before the counter existed.)
 local ver = redis.call('INCR', KEYS[4])
-local old = tonumber(redis.call('HGET', KEYS[1], 'ver') or '0')
+local old = tonumber(redis.call('HGET', KEYS[1], sfVer) or '0')
 if ver <= old then
   ver = old + 1
   redis.call('SET', KEYS[4], ver)
 end
-redis.call('HSET', KEYS[1], 'ver', ver)
+redis.call('HSET', KEYS[1], sfVer, ver)
 if not exists then
-  redis.call('HSET', KEYS[1], 'cr', ARGV[2])
+  redis.call('HSET', KEYS[1], sfCreated, ARGV[2])
   -- A schedule deleted earlier under this id left its history to expire
   -- with its runs' records: the new one starts its own (the old records
   -- stay readable by key until they expire). Its runs that have not
@@ -80,11 +80,11 @@ if not exists then
   local lists = {scheduled = KEYS[6], retry = KEYS[7], archived = KEYS[8], completed = KEYS[9]}
   for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
     local rkey, tkey = ARGV[7] .. k, ARGV[8] .. k
-    local r = redis.call('HMGET', rkey, 'st', 'at')
+    local r = redis.call('HMGET', rkey, rfStatus, rfRunAt)
     local state = redis.call('HGET', tkey, 'state')
-    if (r[1] == 'ENQUEUED' or r[1] == 'SKIPPED') and state ~= 'active' then
+    if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= 'active' then
       if tonumber(r[2] or '0') > tonumber(ARGV[2]) then
-        if state and (r[1] == 'ENQUEUED' or redis.call('EXISTS', ARGV[9] .. k) == 0) then
+        if state and (r[1] == stEnqueued or redis.call('EXISTS', ARGV[9] .. k) == 0) then
           if state == 'pending' then
             redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
           elseif lists[state] then
@@ -93,36 +93,36 @@ if not exists then
           redis.call('DEL', tkey)
         end
         redis.call('DEL', rkey)
-      elseif r[1] == 'ENQUEUED' then
-        redis.call('HSET', rkey, 'st', 'SKIPPED', 'err', 'schedule deleted before the run started', 'up', ARGV[2])
+      elseif r[1] == stEnqueued then
+        redis.call('HSET', rkey, rfStatus, stSkipped, rfError, 'schedule deleted before the run started', rfUpdated, ARGV[2])
       end
     end
   end
   redis.call('DEL', KEYS[3])
 end
 if timing then
-  redis.call('HDEL', KEYS[1], 'rel') -- a released run of the old timing
-  redis.call('HSET', KEYS[1], 'a', ARGV[3])
+  redis.call('HDEL', KEYS[1], sfReleased) -- a released run of the old timing
+  redis.call('HSET', KEYS[1], sfAnchor, ARGV[3])
   if ARGV[4] == '' then
-    redis.call('HDEL', KEYS[1], 'next')
+    redis.call('HDEL', KEYS[1], sfNext)
   else
-    redis.call('HSET', KEYS[1], 'next', ARGV[4])
+    redis.call('HSET', KEYS[1], sfNext, ARGV[4])
   end
 end
 -- A new jitter may move the next runs' fire times to before now; rs
 -- (also set on resume) keeps them from being judged missed for it.
-if exists and redis.call('HGET', KEYS[1], 'j') ~= jitter then
-  redis.call('HSET', KEYS[1], 'rs', ARGV[2])
+if exists and redis.call('HGET', KEYS[1], sfJitter) ~= jitter then
+  redis.call('HSET', KEYS[1], sfResumed, ARGV[2])
 end
 -- A schedule held behind its run in flight ("queue") and changed to
 -- another overlap policy waits no longer: a next time already due waited
 -- for that run, so it is due now however late (rel; under "skip" it is
 -- recorded SKIPPED while that run is in flight); one not due yet (a new
 -- timing, or a resume) comes at its own time.
-if redis.call('HGET', KEYS[1], 'held') and redis.call('HGET', KEYS[1], 'op') ~= 'queue' then
+if redis.call('HGET', KEYS[1], sfHeld) and redis.call('HGET', KEYS[1], sfOverlap) ~= overlapQueue then
   unhold(KEYS[1], true, ARGV[2]) -- unhold.lua
 end
-local s = redis.call('HMGET', KEYS[1], 'next', 'paused', 'held')
+local s = redis.call('HMGET', KEYS[1], sfNext, sfPaused, sfHeld)
 if s[1] and not s[2] and not s[3] then
   redis.call('ZADD', KEYS[2], tonumber(s[1]) - tonumber(ARGV[6]), ARGV[1])
 else

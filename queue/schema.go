@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// This file names every field of the hashes chronos keeps and every key
+// segment, once. Go uses the constants; the Lua scripts use locals of the
+// same names, which loadScript declares before each script (luaPrelude).
+// So a field is spelled in one place, and a misspelt name fails in Go at
+// compile time and in Lua at once (an undefined local reads nil, and
+// TestScriptsSpellNoField rejects a bare literal). Names are short on
+// purpose: there is one hash per schedule and per run, and short fields
+// keep Redis's compact encoding (see defFields).
+
+// Fields of a schedule hash (chronos:{sNN}:sched:<id>). The definition
+// (defFields), one field per record field, each left out when empty.
+// Times are Unix milliseconds.
+const (
+	sfOwner    = "o"  // owner's DID; empty for a registrar's schedule
+	sfKind     = "k"  // kind: cron, once or every
+	sfTarget   = "t"  // target: workflow or wake
+	sfWorkflow = "w"  // workflow id
+	sfVersion  = "v"  // workflow version
+	sfUser     = "u"  // user id the runs act for
+	sfCron     = "c"  // cron expression
+	sfDialect  = "d"  // cron dialect
+	sfZone     = "z"  // IANA time zone
+	sfEvery    = "e"  // interval of an "every" schedule, seconds
+	sfFireAt   = "f"  // fire time of a "once" schedule
+	sfStartAt  = "s"  // no run before this time
+	sfEndAt    = "x"  // no run after this time
+	sfJitter   = "j"  // jitter, ms: also the act lead of a held schedule
+	sfOverlap  = "op" // overlap policy: skip, queue or allow
+	sfCatchup  = "cp" // catch-up policy
+	sfAnchor   = "a"  // anchor of @every and "every" timings
+	sfCreated  = "cr" // created at
+	sfUpdated  = "up" // updated at
+)
+
+// Fields of a schedule hash that are its state, not its definition.
+const (
+	sfTiming   = "tk"       // digest of the timing: an upsert keeps next while it is equal
+	sfVer      = "ver"      // definition version, from the shard's counter (vers)
+	sfNext     = "next"     // next fire time not yet planned; absent when retired
+	sfPaused   = "paused"   // "1" while paused
+	sfInflight = "inflight" // idempotency key of the run in flight
+	sfHeld     = "held"     // "1" while a "queue" schedule waits for its run in flight
+	sfReleased = "rel"      // "1": next waited for a run that ended, so it is due however late
+	sfResumed  = "rs"       // last resumed, or its jitter changed; no run of next fires before it
+)
+
+// Fields of a run hash (chronos:{sNN}:run:<idempotency key>). Times are
+// Unix milliseconds.
+const (
+	rfSchedule = "sid"   // schedule id; empty for a manual run
+	rfRunAt    = "at"    // planned run time, before jitter
+	rfFireAt   = "fire"  // fire time, after jitter
+	rfStatus   = "st"    // status: ENQUEUED, STARTED, SUCCESS, FAILED or SKIPPED
+	rfRunID    = "rid"   // the executor's run id
+	rfEnqueued = "enq"   // enqueued at
+	rfCreated  = "cr"    // created at
+	rfUpdated  = "up"    // last status change
+	rfError    = "err"   // why the run failed or was skipped
+	rfSource   = "src"   // schedule or manual
+	rfAttempts = "att"   // failed executor attempts before it started
+	rfRetryAt  = "retry" // when the retry after the last failed attempt was due
+	rfRequest  = "req"   // nonce of the manual-run call that created it
+)
+
+// metaShards is the field of chronos:meta holding the shard count.
+const metaShards = "shards"
+
+// Key segments after a shard's prefix (chronos:{sNN}:), Lua builds keys
+// from them too.
+const (
+	segSched   = "sched:"   // + schedule id: the schedule hash
+	segRuns    = "runs:"    // + schedule id: its run history zset
+	segRun     = "run:"     // + idempotency key: a run hash
+	segDeleted = "deleted:" // + schedule id: the mark of the call that deleted it
+)
+
+// Values of fields the scripts compare or write, from model.
+const (
+	stEnqueued   = string(model.RunEnqueued)    // rfStatus: the task waits for a launcher
+	stStarted    = string(model.RunStarted)     // rfStatus: the executor started it
+	stSuccess    = string(model.RunSuccess)     // rfStatus: final
+	stFailed     = string(model.RunFailed)      // rfStatus: final
+	stSkipped    = string(model.RunSkipped)     // rfStatus: final, never started
+	srcSchedule  = string(model.SourceSchedule) // rfSource: planned by a scheduler
+	srcManual    = string(model.SourceManual)   // rfSource: POST /run-launcher/start
+	overlapQueue = string(model.OverlapQueue)   // sfOverlap: runs wait for the one in flight
+)
+
+// flagSet is the value of a flag field (sfPaused, sfHeld, sfReleased)
+// that is set; a flag that is not set is absent.
+const flagSet = "1"
+
+// luaNames are the constants the prelude declares for Lua, each under its
+// Go name. TestLuaPreludeNamesEveryConstant holds this list and the
+// constants of this file together.
+var luaNames = []struct {
+	name  string
+	value any
+}{
+	{"sfOwner", sfOwner}, {"sfKind", sfKind}, {"sfTarget", sfTarget}, {"sfWorkflow", sfWorkflow},
+	{"sfVersion", sfVersion}, {"sfUser", sfUser}, {"sfCron", sfCron}, {"sfDialect", sfDialect},
+	{"sfZone", sfZone}, {"sfEvery", sfEvery}, {"sfFireAt", sfFireAt}, {"sfStartAt", sfStartAt},
+	{"sfEndAt", sfEndAt}, {"sfJitter", sfJitter}, {"sfOverlap", sfOverlap}, {"sfCatchup", sfCatchup},
+	{"sfAnchor", sfAnchor}, {"sfCreated", sfCreated}, {"sfUpdated", sfUpdated},
+	{"sfTiming", sfTiming}, {"sfVer", sfVer}, {"sfNext", sfNext}, {"sfPaused", sfPaused},
+	{"sfInflight", sfInflight}, {"sfHeld", sfHeld}, {"sfReleased", sfReleased}, {"sfResumed", sfResumed},
+	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
+	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
+	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
+	{"rfRequest", rfRequest},
+	{"metaShards", metaShards},
+	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},
+	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},
+	{"stSkipped", stSkipped}, {"srcSchedule", srcSchedule}, {"srcManual", srcManual}, {"overlapQueue", overlapQueue},
+	{"flagSet", flagSet},
+}
+
+// luaPrelude declares luaNames as Lua locals.
+var luaPrelude = func() string {
+	var b strings.Builder
+	b.WriteString("-- Generated from queue/schema.go by loadScript.\n")
+	for _, n := range luaNames {
+		switch v := n.value.(type) {
+		case string:
+			fmt.Fprintf(&b, "local %s = '%s'\n", n.name, v)
+		case int:
+			fmt.Fprintf(&b, "local %s = %d\n", n.name, v)
+		default:
+			panic(fmt.Sprintf("queue: Lua constant %s has type %T", n.name, v))
+		}
+	}
+	return b.String()
+}()

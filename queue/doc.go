@@ -32,6 +32,63 @@
 // and the next fire time itself for "skip" and "queue", whose overlap
 // decision must be made when the run is due.
 //
+// # A schedule's phases
+//
+// A schedule moves between these phases; the fields of its hash and its
+// score in the due set say which it is in, and the script named on each
+// edge is the only one that moves it along that edge:
+//
+//	          upsert.lua creates it
+//	                  │
+//	                  ▼
+//	┌──────────────────────────────────┐
+//	│ Idle                             │◄─────────────────────────────┐
+//	│ score = act time of next         │                              │
+//	└────────────────┬─────────────────┘                              │
+//	                 │ commit.lua enqueues a "skip" or "queue" run    │
+//	                 ▼                                                │
+//	┌──────────────────────────────────┐ status.lua (a final status)  │
+//	│ In flight                        │ or expire_inflight.lua (the  │
+//	│ inflight = the run's key         ├─deadline), via release.lua───┤
+//	└────────────────┬─────────────────┘                              │
+//	                 │ commit.lua: a "queue" run is due behind it     │
+//	                 ▼                                                │
+//	┌──────────────────────────────────┐ the same, via unhold.lua:    │
+//	│ Held                             │ the run did not run, or next │
+//	│ held = 1, score = +inf           ├─is not due yet───────────────┤
+//	└────────────────┬─────────────────┘                              │
+//	                 │ the same: the run ran and next is due already  │
+//	                 ▼                                                │
+//	┌──────────────────────────────────┐ commit.lua plans next (maybe │
+//	│ Released                         │ in flight again) and clears  │
+//	│ rel = 1: due however late        ├─rel──────────────────────────┘
+//	└──────────────────────────────────┘
+//
+// "skip" runs due while one is in flight are recorded SKIPPED by
+// commit.lua, which leaves the schedule in flight; "allow" runs never
+// enter it.
+//
+// And from any phase:
+//
+//   - pause.lua pauses (paused = 1, score +inf) and resumes: next becomes
+//     the next fire time after now, rs = now, rel is cleared. A run in
+//     flight stays in flight; one held stays held until it ends, then
+//     release.lua only clears held.
+//   - upsert.lua changing the overlap policy away from "queue" ends a
+//     hold (unhold.lua): a next already due waited, and is released; the
+//     run stays in flight. A new timing replaces next and clears rel.
+//   - commit.lua retires a schedule with no fire time left: next is
+//     removed, score +inf. An upsert with a new timing brings it back.
+//   - commit.lua also cuts a plan short when the run it would put in
+//     flight has ended already: the schedule is released at that run's
+//     time (rel = 1, due at once).
+//   - delete.lua removes the hash and its due and in-flight members; the
+//     run records expire after the retention.
+//
+// inflight, held and rel stay three fields rather than one phase field:
+// the phases overlap (held implies in flight, a paused schedule keeps its
+// run in flight and its hold), and inflight carries the run's key.
+//
 // # Exactly one enqueue per planned run
 //
 // A scheduler plans in Go (cron math) and commits in one script per page

@@ -139,8 +139,9 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		return nil, err
 	}
 	q := s.cfg.QueueName
-	args := make([]any, 0, 7+len(plans)*17)
+	args := make([]any, 0, commitHeaderArgs+len(plans)*(commitPlanArgs+commitRunArgs))
 	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), manualKeyPrefix(q), len(plans))
+	want := commitHeaderArgs
 	for _, p := range plans {
 		next := ""
 		if !p.NewNext.IsZero() {
@@ -148,8 +149,9 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		}
 		hold := ""
 		if p.Hold {
-			hold = "1"
+			hold = flagSet
 		}
+		want += commitPlanArgs + commitRunArgs*len(p.Runs)
 		args = append(args, p.ID, p.ExpectNext, p.ExpectInflight, p.ExpectVer, next, scoreString(p.NewScore),
 			p.Inflight, ms(p.InflightDeadline), hold, len(p.Runs))
 		for i := range p.Runs {
@@ -165,6 +167,11 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt)
 		}
 	}
+	if len(args) != want {
+		// commit.lua reads its arguments by these strides: a mismatch
+		// would misread every plan after it.
+		return nil, fmt.Errorf("commit %d plans of shard %d: %d arguments, not the %d commit.lua reads", len(plans), shard, len(args), want)
+	}
 	res, err := commitScript.Run(ctx, s.rdb,
 		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Slice()
 	if err != nil {
@@ -176,11 +183,12 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 	out := make([]bool, len(res))
 	for i, v := range res {
 		made, ok := v.(string)
-		if out[i] = ok && strings.HasPrefix(made, "+"); !out[i] {
+		if out[i] = ok && strings.HasPrefix(made, commitApplied); !out[i] {
 			continue
 		}
+		marks := made[len(commitApplied):]
 		for j := range plans[i].Runs {
-			plans[i].Runs[j].Written = j+1 < len(made) && made[j+1] == '1'
+			plans[i].Runs[j].Written = j < len(marks) && marks[j:j+1] == runWritten
 		}
 	}
 	return out, nil

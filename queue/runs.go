@@ -197,12 +197,26 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 	code, _ := res[0].(int64)
 	cur, _ := res[1].(string)
 	switch {
-	case code == -1:
+	case code == statusNotFound:
 		return fmt.Errorf("run %s: %w", key, ErrNotFound)
-	case code == 0 && (cur != string(u.Status) || u.From != ""):
+	case code == statusUnchanged && (cur != string(u.Status) || u.From != ""):
 		return fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
 	}
 	return nil
+}
+
+// maxRecordTTL bounds a manual run's record TTL: Redis takes any, but
+// some emulations (miniredis, which chronos dev embeds) keep a TTL as
+// time.Duration, which overflows past 292 years, and the record would
+// vanish at once. A run this far ahead loses its record after 250
+// years, not before it is due.
+const maxRecordTTL = 250 * 365 * 24 * time.Hour
+
+// recordTTL is how long a manual run's record lives, seconds: the
+// retention past its time, at most maxRecordTTL.
+func recordTTL(retention time.Duration, at, now time.Time) int64 {
+	ahead := max(at.Unix()-now.Unix(), 0) // Sub would saturate centuries ahead
+	return min(int64(retention/time.Second)+ahead, int64(maxRecordTTL/time.Second))
 }
 
 // cut shortens s to at most n bytes of valid UTF-8.
@@ -248,17 +262,17 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q),
 			manualKeyPrefix(q) + m.IdempotencyKey},
-		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), int64(s.cfg.RunRetention/time.Second)+max(m.ScheduledFor.Unix()-now.Unix(), 0), // Sub would saturate centuries ahead
+		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), recordTTL(s.cfg.RunRetention, m.ScheduledFor, now),
 		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}
-	if n == 1 {
+	if n == manualCreated {
 		r, err := s.runOnShard(ctx, sh, m.IdempotencyKey)
 		return r, true, err
 	}
 	r, _, err := s.GetRun(ctx, m.IdempotencyKey) // created meanwhile, maybe by a scheduler
-	if n == 2 && errors.Is(err, ErrNotFound) {
+	if n == manualKeyHeld && errors.Is(err, ErrNotFound) {
 		// A schedule's run whose record was trimmed while its task waits.
 		return nil, false, fmt.Errorf("idempotency key %s is held by a queued task of a run whose record is gone: use another key: %w",
 			m.IdempotencyKey, ErrConflict)

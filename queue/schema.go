@@ -99,6 +99,51 @@ const (
 // that is set; a flag that is not set is absent.
 const flagSet = "1"
 
+// What the scripts answer, named once for the script and its caller.
+const (
+	upsertUnchanged = 0 // upsert.lua: the body equals the stored one
+	upsertUpdated   = 1 // upsert.lua: an existing schedule changed
+	upsertCreated   = 2 // upsert.lua: a new schedule
+
+	pauseNotFound = -1 // pause.lua: no such schedule
+	pauseStale    = -2 // pause.lua: the definition changed since it was read
+	pauseSame     = 0  // pause.lua: already paused, or already running
+	pauseChanged  = 1  // pause.lua: paused or resumed
+
+	deleteNotFound = 0 // delete.lua: no such schedule
+	deleteDone     = 1 // delete.lua: deleted, by this call
+
+	statusNotFound  = -1 // status.lua: no such run
+	statusUnchanged = 0  // status.lua: final already, or not in the status asked
+	statusChanged   = 1  // status.lua: the new status is recorded
+
+	manualExists  = 0 // manual_run.lua: a run has this key
+	manualCreated = 1 // manual_run.lua: created, by this call
+	manualKeyHeld = 2 // manual_run.lua: another run's live task has this key
+
+	attemptNotEnqueued = -1 // attempt.lua: the run is gone or past ENQUEUED
+
+	commitStale = 0 // commit.lua, per plan: the schedule changed, nothing written
+)
+
+// commit.lua answers an applied plan with commitApplied followed by one
+// mark per run.
+const (
+	commitApplied = "+" // the plan applied
+	runWritten    = "1" // the run's record (and task) were written
+	runKept       = "0" // not written: its record existed, or its key is taken
+	runCut        = "-" // not applied: the plan was cut short before it
+)
+
+// commit.lua's ARGV: commitHeaderArgs fixed arguments, then per plan
+// commitPlanArgs arguments followed by commitRunArgs per run (see the
+// script's header). Commit checks what it sends against them.
+const (
+	commitHeaderArgs = 7
+	commitPlanArgs   = 10
+	commitRunArgs    = 7
+)
+
 // luaNames are the constants the prelude declares for Lua, each under its
 // Go name. TestLuaPreludeNamesEveryConstant holds this list and the
 // constants of this file together.
@@ -122,6 +167,15 @@ var luaNames = []struct {
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},
 	{"stSkipped", stSkipped}, {"srcSchedule", srcSchedule}, {"srcManual", srcManual}, {"overlapQueue", overlapQueue},
 	{"flagSet", flagSet},
+	{"upsertUnchanged", upsertUnchanged}, {"upsertUpdated", upsertUpdated}, {"upsertCreated", upsertCreated},
+	{"pauseNotFound", pauseNotFound}, {"pauseStale", pauseStale}, {"pauseSame", pauseSame}, {"pauseChanged", pauseChanged},
+	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone},
+	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged},
+	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
+	{"attemptNotEnqueued", attemptNotEnqueued},
+	{"commitStale", commitStale}, {"commitApplied", commitApplied},
+	{"runWritten", runWritten}, {"runKept", runKept}, {"runCut", runCut},
+	{"commitHeaderArgs", commitHeaderArgs}, {"commitPlanArgs", commitPlanArgs}, {"commitRunArgs", commitRunArgs},
 }
 
 // luaPrelude declares luaNames as Lua locals.

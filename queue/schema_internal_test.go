@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -148,21 +149,25 @@ func luaCode(t *testing.T, name string) string {
 	return strings.Join(code, "\n")
 }
 
-// TestScriptsSpellNoField: the store's scripts name fields, key segments
-// and stored values through the prelude, never as literals, and use no
-// name the prelude does not declare (a misspelt one would read nil).
+// TestScriptsSpellNoField: the store's scripts name fields, key segments,
+// stored values and their answers through the prelude, never as
+// literals, and use no name the prelude does not declare (a misspelt one
+// would fail only when its line runs).
 func TestScriptsSpellNoField(t *testing.T) {
 	t.Parallel()
 	spelt := map[string]string{}
 	declared := map[string]bool{}
 	for _, n := range luaNames {
 		declared[n.name] = true
-		if v, ok := n.value.(string); ok && n.name != "flagSet" { // "1" is also an ARGV flag
+		// Fields, key segments and stored values; "1", "0", "+" and "-"
+		// (flagSet and commit.lua's marks) are too common to tell apart.
+		if v, ok := n.value.(string); ok && len(v) > 1 {
 			spelt[v] = n.name
 		}
 	}
 	literal := regexp.MustCompile(`'([^']*)'|"([^"]*)"`)
-	ident := regexp.MustCompile(`\b(?:sf|rf|seg|st|src|meta)[A-Z]\w*`)
+	answer := regexp.MustCompile(`return\s*\{?\s*-?\d|out\[#out \+ 1\] = -?\d`)
+	ident := regexp.MustCompile(`\b(?:sf|rf|seg|st|src|meta|upsert|pause|delete|status|manual|attempt|commit|run)[A-Z]\w*`)
 	for _, name := range storeScripts {
 		code := luaCode(t, name)
 		for _, m := range literal.FindAllStringSubmatch(code, -1) {
@@ -170,6 +175,9 @@ func TestScriptsSpellNoField(t *testing.T) {
 			if n, ok := spelt[v]; ok {
 				t.Errorf("lua/%s.lua spells %q: use %s", name, v, n)
 			}
+		}
+		for _, m := range answer.FindAllString(code, -1) {
+			t.Errorf("lua/%s.lua answers %q: name the code in schema.go", name, m)
 		}
 		for _, id := range ident.FindAllString(code, -1) {
 			if !declared[id] {
@@ -189,4 +197,28 @@ func TestJoinScriptKeepsShebangFirst(t *testing.T) {
 
 	src = joinScript([]byte("return 1\n"))
 	require.True(t, strings.HasPrefix(src, luaPrelude), "without a shebang the prelude comes first")
+}
+
+// TestScriptsReadNoClock: now is an argument of every script (STYLE rule
+// 3), never Redis's TIME, so a test's clock and the replicas' shared one
+// are the only clocks.
+func TestScriptsReadNoClock(t *testing.T) {
+	t.Parallel()
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		code := luaCode(t, strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua"))
+		require.NotRegexp(t, `(?i)['"]TIME['"]`, code, "%s reads Redis's clock", f)
+	}
+}
+
+func TestRecordTTL(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	require.Equal(t, int64(7*86400), recordTTL(7*day, now.Add(-time.Hour), now), "a run due already keeps the retention")
+	require.Equal(t, int64(7*86400+3600), recordTTL(7*day, now.Add(time.Hour), now), "a run ahead keeps it past its time")
+	far := time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, int64(maxRecordTTL/time.Second), recordTTL(7*day, far, now), "centuries ahead: capped")
 }

@@ -170,7 +170,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		h[k] = v
 	}
 	got, err := s.recordFromHash(rec.ID, h)
-	return &UpsertResult{Schedule: got, Created: code == 2, Changed: code != 0}, err
+	return &UpsertResult{Schedule: got, Created: code == upsertCreated, Changed: code != upsertUnchanged}, err
 }
 
 // timingHash is a short digest of the record's TimingKey.
@@ -180,9 +180,10 @@ func timingHash(r *model.ScheduleRecord) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
+// boolArg passes a flag to a script: flagSet, or "0".
 func boolArg(b bool) string {
 	if b {
-		return "1"
+		return flagSet
 	}
 	return "0"
 }
@@ -250,9 +251,9 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 			return nil, err
 		}
 		switch res {
-		case -1:
+		case pauseNotFound:
 			return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
-		case -2:
+		case pauseStale:
 			continue
 		}
 		return s.GetSchedule(ctx, id)
@@ -264,8 +265,8 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.S
 // schedule under it.
 const setPausedTries = 10
 
-// setPaused runs the pause script once: -1 not found, -2 the definition
-// changed since it was read, 0 or 1 done.
+// setPaused runs the pause script once and returns its answer
+// (pauseNotFound, pauseStale, pauseSame or pauseChanged).
 func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, error) {
 	sh := s.shard(id)
 	h, err := s.rdb.HGetAll(ctx, scheduleKey(sh, id)).Result()
@@ -306,7 +307,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
-	if n == 0 {
+	if n == deleteNotFound {
 		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
 	return nil

@@ -5,9 +5,9 @@
 -- KEYS[1] -> run hash
 -- ARGV[1] -> now, ms
 -- ARGV[2] -> when the retry is due, ms
--- Output: attempts counted so far, or -1 when the run is not ENQUEUED
+-- Output: attempts counted so far, or attemptNotEnqueued
 if redis.call('HGET', KEYS[1], rfStatus) ~= stEnqueued then
-  return -1
+  return attemptNotEnqueued
 end
 redis.call('HSET', KEYS[1], rfUpdated, ARGV[1], rfRetryAt, ARGV[2])
 return redis.call('HINCRBY', KEYS[1], rfAttempts, 1)

@@ -18,15 +18,18 @@
 -- ARGV[4] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[5] -> now, unix ns (asynq's pending_since)
 -- ARGV[6] -> manual mark prefix ("chronos:{<queue>}:manual:")
--- ARGV[7] -> number of plans, then per plan:
---   id, expected next, expected inflight, expected ver, new next ("" = retired),
---   new score, new inflight key ("" = unchanged), its deadline ms,
---   hold ("1" = hold until the in-flight run ends), number of runs,
---   then per run: key, run_at ms, fire_at ms, status, error,
---   asynq message ("" for a SKIPPED run), process_at unix s ("0" = now)
--- Output: per plan, 0 when stale, else "+" and per run 1 (written), 0
--- (not written as planned: its record existed, planned before, or its
--- key is taken, see below) or - (not applied: the plan was cut short)
+-- ARGV[7] -> number of plans (ARGV[commitHeaderArgs]), then per plan
+--   commitPlanArgs: id, expected next, expected inflight, expected ver,
+--   new next ("" = retired), new score, new inflight key ("" =
+--   unchanged), its deadline ms, hold (flagSet = hold until the
+--   in-flight run ends), number of runs,
+--   then per run commitRunArgs: key, run_at ms, fire_at ms, status,
+--   error, asynq message ("" for a SKIPPED run), process_at unix s ("0"
+--   = now)
+-- Output: per plan, commitStale, else commitApplied and per run
+-- runWritten, runKept (not written as planned: its record existed,
+-- planned before, or its key is taken, see below) or runCut (not
+-- applied: the plan was cut short). The names are schema.go's.
 local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
 -- taken: a manual run was started with this run's key (POST
@@ -50,13 +53,13 @@ local function taken(key)
 end
 local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
 local trimScan = 20
-local i = 8
+local i = commitHeaderArgs + 1
 local out = {}
-for p = 1, tonumber(ARGV[7]) do
+for p = 1, tonumber(ARGV[commitHeaderArgs]) do
   local id, expNext, expInfl, expVer = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local newNext, newScore, newInfl, deadline = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
   local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])
-  i = i + 10
+  i = i + commitPlanArgs
   local skey = pfx .. segSched .. id
   local cur = redis.call('HMGET', skey, sfNext, sfInflight, sfPaused, sfHeld, sfVer, sfReleased)
   if cur[5] == expVer and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
@@ -75,15 +78,15 @@ for p = 1, tonumber(ARGV[7]) do
     local apply, cutNext = nRuns, nil
     if newInfl ~= '' then
       for r = 1, nRuns do
-        local j = i + (r - 1) * 7
+        local j = i + (r - 1) * commitRunArgs
         if ARGV[j] == newInfl then
           local rec = redis.call('HMGET', pfx .. segRun .. newInfl, rfStatus, rfSchedule)
           local st, sid = rec[1], rec[2]
           if final[st] or (st and sid ~= id) or (not st and taken(newInfl)) then
             newInfl = ''
             if r < nRuns then
-              apply, cutNext = r, ARGV[j + 8] -- the next run's run_at
-            elseif hold == '1' then
+              apply, cutNext = r, ARGV[j + commitRunArgs + 1] -- the next run's run_at
+            elseif hold == flagSet then
               cutNext = newNext
             end
           end
@@ -91,13 +94,13 @@ for p = 1, tonumber(ARGV[7]) do
         end
       end
     end
-    local made = {'+'}
+    local made = {commitApplied}
     for r = 1, nRuns do
       local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
       local rkey = pfx .. segRun .. key
-      local mark = '0'
+      local mark = runKept
       if r > apply then
-        mark = '-'
+        mark = runCut
       elseif redis.call('EXISTS', rkey) == 1 then
         if redis.call('HGET', rkey, rfSchedule) == id then
           -- Planned again: after a resume, or by a schedule created
@@ -118,7 +121,7 @@ for p = 1, tonumber(ARGV[7]) do
         if st == stEnqueued and taken(key) then
           st, err = stSkipped, takenErr
         else
-          mark = '1'
+          mark = runWritten
         end
         local f = {rfSchedule, id, rfRunAt, ARGV[i + 1], rfFireAt, ARGV[i + 2], rfStatus, st, rfCreated, now, rfUpdated, now, rfSource, srcSchedule}
         if err ~= '' then
@@ -134,7 +137,7 @@ for p = 1, tonumber(ARGV[7]) do
         redis.call('ZADD', hkey, ARGV[i + 1], key)
       end
       made[#made + 1] = mark
-      i = i + 7
+      i = i + commitRunArgs
     end
     local inflight = cur[2] or ''
     if newInfl ~= '' then
@@ -179,7 +182,7 @@ for p = 1, tonumber(ARGV[7]) do
       else
         redis.call('HSET', skey, sfNext, newNext)
       end
-      if hold == '1' then
+      if hold == flagSet then
         redis.call('HSET', skey, sfHeld, flagSet)
         redis.call('ZADD', KEYS[1], '+inf', id)
       else
@@ -191,8 +194,8 @@ for p = 1, tonumber(ARGV[7]) do
     if not cur[5] then
       redis.call('ZREM', KEYS[1], id)
     end
-    i = i + 7 * nRuns
-    out[#out + 1] = 0
+    i = i + commitRunArgs * nRuns
+    out[#out + 1] = commitStale
   end
 end
 return out

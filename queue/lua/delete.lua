@@ -9,15 +9,15 @@
 -- ARGV[2] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[3] -> retention of the run records, seconds
 -- ARGV[4] -> this call's nonce
--- Output: 1 deleted, 0 not found
+-- Output: deleteDone or deleteNotFound
 -- The mark (the nonce, kept a minute) tells this call's script run again
 -- by the client after a lost reply that the schedule it finds gone is the
 -- one it deleted.
 if redis.call('DEL', KEYS[1]) == 0 then
   if redis.call('GET', KEYS[5]) == ARGV[4] then
-    return 1
+    return deleteDone
   end
-  return 0
+  return deleteNotFound
 end
 redis.call('SET', KEYS[5], ARGV[4], 'EX', 60)
 redis.call('ZREM', KEYS[2], ARGV[1])
@@ -26,4 +26,4 @@ for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   redis.call('EXPIRE', ARGV[2] .. k, ARGV[3])
 end
 redis.call('EXPIRE', KEYS[4], ARGV[3])
-return 1
+return deleteDone

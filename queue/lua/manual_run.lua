@@ -10,7 +10,8 @@
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms
--- ARGV[4] -> record TTL, seconds (retention past scheduled_for)
+-- ARGV[4] -> record TTL, seconds (retention past scheduled_for, at most
+--            maxRecordTTL)
 -- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[6] -> now, unix ns
 -- ARGV[7] -> asynq message
@@ -18,22 +19,21 @@
 -- ARGV[9] -> this call's nonce, kept in the record (req): this call's
 --            script run again by the client after a lost reply finds the
 --            run it created
--- Output: 1 created, 0 already exists, 2 a live task (another run's) holds the key
+-- Output: manualCreated, manualExists, or manualKeyHeld (a live task,
+-- another run's, holds the key)
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], rfRequest) == ARGV[9] then
-    return 1
+    return manualCreated
   end
-  return 0
+  return manualExists
 end
 if task_live(ARGV[5] .. ARGV[1]) then
-  return 2
+  return manualKeyHeld
 end
 redis.call('HSET', KEYS[1], rfSchedule, '', rfRunAt, ARGV[2], rfFireAt, ARGV[2], rfStatus, stEnqueued,
   rfCreated, ARGV[3], rfUpdated, ARGV[3], rfEnqueued, ARGV[3], rfSource, srcManual, rfRequest, ARGV[9])
--- An absolute expiry from Redis's own clock: the same as EXPIRE, but a
--- TTL centuries long overflows some Redis emulations (miniredis).
-local expire_at = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[4])
-redis.call('EXPIREAT', KEYS[1], expire_at)
-redis.call('SET', KEYS[6], '1', 'EXAT', expire_at)
+-- Both expire together: Redis's clock stands still while a script runs.
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[6], flagSet, 'EX', ARGV[4])
 enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], ARGV[6], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-return 1
+return manualCreated

@@ -9,20 +9,20 @@
 -- ARGV[5] -> on resume: the definition version ARGV[3] was computed from
 -- ARGV[6] -> now, ms: on resume, kept as rs (resumed at), before which no
 --            run of the schedule's new next time fires (see DueSchedule)
--- Output: -1 not found, -2 the definition changed since (read it again),
--- 0 already in that state, 1 changed
+-- Output: pauseNotFound, pauseStale (the definition changed since: read
+-- it again), pauseSame (already in that state) or pauseChanged
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return -1
+  return pauseNotFound
 end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
-if ARGV[2] == '1' then
-  if st[1] then return 0 end
+if ARGV[2] == flagSet then
+  if st[1] then return pauseSame end
   redis.call('HSET', KEYS[1], sfPaused, flagSet)
   redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
-  return 1
+  return pauseChanged
 end
-if not st[1] then return 0 end
-if (st[3] or '') ~= ARGV[5] then return -2 end
+if not st[1] then return pauseSame end
+if (st[3] or '') ~= ARGV[5] then return pauseStale end
 redis.call('HDEL', KEYS[1], sfPaused, sfReleased) -- next is a new time: not one released
 redis.call('HSET', KEYS[1], sfResumed, ARGV[6])
 if ARGV[3] == '' then
@@ -35,4 +35,4 @@ if st[2] or ARGV[3] == '' then
 else
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 end
-return 1
+return pauseChanged

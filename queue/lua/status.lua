@@ -18,14 +18,15 @@
 --            for; "abandoned": a FAILED run whose task was archived
 --            before any launcher tried it, judged by its status before
 --            (ENQUEUED: only if a launcher tried the executor)
--- Output: {-1} not found; {0, current} unchanged (terminal, or not ARGV[7]); {1, new} changed
+-- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
+-- ARGV[7]); {statusChanged, new}
 local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
 local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
-  return {-1, ''}
+  return {statusNotFound, ''}
 end
 if final[st] or (ARGV[7] ~= '' and st ~= ARGV[7]) then
-  return {0, st}
+  return {statusUnchanged, st}
 end
 redis.call('HSET', KEYS[1], rfStatus, ARGV[3], rfUpdated, ARGV[6])
 if ARGV[4] ~= '' then
@@ -49,4 +50,4 @@ if final[ARGV[3]] then
     end
   end
 end
-return {1, ARGV[3]}
+return {statusChanged, ARGV[3]}

@@ -24,7 +24,8 @@
 -- ARGV[10] -> n, the number of definition fields the new body leaves out,
 --             then their names
 -- ARGV[11+n..] -> the new definition's field, value pairs
--- Output: {0 unchanged | 1 updated | 2 created, the hash as field, value pairs}
+-- Output: {upsertUnchanged | upsertUpdated | upsertCreated, the hash as
+-- field, value pairs}
 local n = tonumber(ARGV[10])
 local first = 11 + n
 local exists = redis.call('EXISTS', KEYS[1]) == 1
@@ -42,7 +43,7 @@ if exists then
     end
   end
   if same then
-    return {0, redis.call('HGETALL', KEYS[1])}
+    return {upsertUnchanged, redis.call('HGETALL', KEYS[1])}
   end
 end
 local timing = not exists or redis.call('HGET', KEYS[1], sfTiming) ~= ARGV[5]
@@ -128,8 +129,8 @@ if s[1] and not s[2] and not s[3] then
 else
   redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
 end
-local code = 1
+local code = upsertUpdated
 if not exists then
-  code = 2
+  code = upsertCreated
 end
 return {code, redis.call('HGETALL', KEYS[1])}

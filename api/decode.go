@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +23,9 @@ import (
 // responses such as pprof's), so without this deadline a client trickling
 // a body would hold its connection and handler for as long as it liked.
 func (s *server) readBody(c echo.Context) ([]byte, error) {
+	if err := requireJSON(c); err != nil {
+		return nil, err
+	}
 	rc := http.NewResponseController(c.Response())
 	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
 		// Lifted once the body is in: net/http's read for a client
@@ -44,6 +48,24 @@ func (s *server) readBody(c echo.Context) ([]byte, error) {
 		return nil, fieldError("body", "could not be read: %v", err)
 	}
 	return b, nil
+}
+
+// requireJSON refuses a body not declared application/json with a 415. A
+// web page can make a browser send a text/plain, form or multipart body
+// to any address without asking it first (no CORS preflight), but never
+// an application/json one: so a page on the network cannot create, pause
+// or trigger anything through a browser.
+func requireJSON(c echo.Context) error {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == echo.MIMEApplicationJSON {
+		return nil
+	}
+	got := "none"
+	if ct != "" {
+		got = strconv.Quote(ct[:min(len(ct), 100)])
+	}
+	return &statusError{status: http.StatusUnsupportedMediaType, code: CodeUnsupportedMedia,
+		message: "Content-Type: must be application/json, got " + got}
 }
 
 // isJSONObject reports whether b is one well-formed JSON object.

@@ -15,13 +15,29 @@
 //	wrong method on a known route                  405 method_not_allowed
 //	queue.ErrConflict                              409 conflict
 //	body over Config.BodyLimit                     413 payload_too_large
-//	Redis unreachable (GET /readyz only)           503 unavailable
+//	body not declared Content-Type application/json 415 unsupported_media_type
+//	Redis unreachable or not answering in time     503 unavailable, Retry-After
+//	Redis full (maxmemory reached, noeviction)     507 redis_full, Retry-After
 //	anything else (logged, message hidden)         500 internal
 //
 // and answers {"error": {"code": "...", "message": "..."}}. A 400 message
 // starts with the field at fault: "cron_expr: invalid cron expression ...",
 // "timezone: unknown time zone \"Mars/Base\"". Unknown JSON fields are
 // ignored; a known field of the wrong type is a 400 naming it.
+//
+// Every endpoint that reads a body (POST and PUT) requires Content-Type
+// application/json (parameters such as charset allowed): a web page can
+// make a browser send text/plain, form and multipart bodies to any
+// address without a CORS preflight, never JSON, so this is what keeps a
+// page inside the network from writing through a browser.
+//
+// A full Redis (used memory over maxmemory under the noeviction policy)
+// refuses every write whole: Redis 7 refuses a script that declares flags
+// before it runs (package queue), so no request writes half its work.
+// Writes answer 507 "Redis is full ..." and GET /readyz answers 503 with
+// code redis_full; reads go on. On Redis before 7 (and miniredis, which
+// has no maxmemory) scripts run without flags, and a script may write
+// past maxmemory after its first write.
 //
 // # Endpoints
 //

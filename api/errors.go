@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +23,8 @@ const (
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeRequestTimeout   = "request_timeout"
 	CodeUnavailable      = "unavailable"
+	CodeRedisFull        = "redis_full"
+	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeInternal         = "internal"
 )
 
@@ -75,6 +78,10 @@ func classify(err error) (int, string, string) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 			fmt.Sprintf("body: larger than %d bytes", mbe.Limit)
+	case queue.IsFull(err):
+		return http.StatusInsufficientStorage, CodeRedisFull, msgRedisFull
+	case queue.IsUnavailable(err):
+		return http.StatusServiceUnavailable, CodeUnavailable, msgRedisUnavailable
 	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound, CodeNotFound, err.Error()
 	case errors.Is(err, queue.ErrConflict):
@@ -89,6 +96,17 @@ func classify(err error) (int, string, string) {
 	}
 	return http.StatusInternalServerError, CodeInternal, "internal error"
 }
+
+// The messages of a sick Redis.
+const (
+	msgRedisFull = "Redis is full (maxmemory reached, policy noeviction): it refuses writes until memory is freed " +
+		"or maxmemory raised; nothing was written"
+	msgRedisUnavailable = "Redis is unavailable (not reachable or not answering in time); retry later"
+)
+
+// RetryAfterSeconds is the Retry-After of a 503 or a 507: Redis
+// unavailable, stopping or full.
+const RetryAfterSeconds = 5
 
 // codeFor names the code of a status echo produced.
 func codeFor(status int) string {
@@ -119,11 +137,14 @@ func (s *server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, code, msg := classify(err)
+	if status == http.StatusServiceUnavailable || status == http.StatusInsufficientStorage {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
 	if status >= 500 {
 		req := c.Request()
 		s.log.ErrorContext(req.Context(), "http request failed",
 			slog.String("method", req.Method), slog.String("path", req.URL.Path),
-			slog.Int("status", status), slog.String("error", err.Error()))
+			slog.Int("status", status), slog.String("reason", msg), slog.String("error", err.Error()))
 	}
 	if err := c.JSON(status, ErrorBody{ErrorDetail{Code: code, Message: msg}}); err != nil {
 		s.log.WarnContext(c.Request().Context(), "write error response", slog.String("error", err.Error()))

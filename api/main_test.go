@@ -46,6 +46,8 @@ type setupOpts struct {
 	log   io.Writer // default: t.Log
 	// jsonLog logs JSON instead of text.
 	jsonLog bool
+	// redisArgs are more redis-server arguments.
+	redisArgs []string
 }
 
 // setup starts a redis-server and serves the API on it, with the clock at t0.
@@ -55,7 +57,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t, o.redisArgs...).Client(t)
 	clock := queue.NewSimClock(t0)
 	store, err := queue.NewStore(context.Background(), rdb, clock, o.queue)
 	require.NoError(t, err)

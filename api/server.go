@@ -227,9 +227,14 @@ func (s *server) healthz(c echo.Context) error {
 func (s *server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.ReadyTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	// A write probe, not a ping: a full Redis answers pings but refuses
+	// every write, and a process that cannot write is not ready.
+	if err := s.store.CheckWritable(ctx); err != nil {
+		if queue.IsFull(err) {
+			return &statusError{status: http.StatusServiceUnavailable, code: CodeRedisFull, message: msgRedisFull, cause: err}
+		}
 		return &statusError{status: http.StatusServiceUnavailable, code: CodeUnavailable,
-			message: "redis is not reachable", cause: err}
+			message: "Redis is not reachable or not taking writes", cause: err}
 	}
 	return c.JSON(http.StatusOK, status{"ok"})
 }

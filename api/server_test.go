@@ -3,12 +3,14 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,22 +46,49 @@ func TestReadyz(t *testing.T) {
 		var logs bytes.Buffer
 		b := setup(t, setupOpts{log: &logs})
 		require.NoError(t, b.rdb.Close())
-		msg := requireError(t, b.do(t, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable, api.CodeUnavailable, "redis is not reachable")
+		msg := requireError(t, b.do(t, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable, api.CodeUnavailable, "Redis is not reachable")
 		require.NotContains(t, msg.Message, "closed")
 		require.Contains(t, logs.String(), "client is closed")
 	})
+}
+
+// TestRedisUnavailableIs503 (issue 26 finding 7): a request that cannot
+// reach Redis is a 503 with Retry-After, not a 500.
+func TestRedisUnavailableIs503(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	b := setup(t, setupOpts{log: &logs})
+	require.NoError(t, b.rdb.Close())
+
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/schedules/s1"},
+		{http.MethodPost, "/schedules/upsert"},
+		{http.MethodGet, "/readyz"},
+	} {
+		var body any
+		if r.method == http.MethodPost {
+			body = schedule("s1")
+		}
+		rec := b.do(t, r.method, r.path, body)
+		requireError(t, rec, http.StatusServiceUnavailable, api.CodeUnavailable, "Redis is")
+		require.Equal(t, strconv.Itoa(api.RetryAfterSeconds), rec.Header().Get("Retry-After"), r.path)
+	}
+	require.Contains(t, logs.String(), "client is closed")
 }
 
 func TestInternalErrorIsLoggedNotLeaked(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	b := setup(t, setupOpts{log: &logs})
-	require.NoError(t, b.rdb.Close())
+	ok[api.UpsertResponse](t, b, http.StatusOK, http.MethodPost, "/schedules/upsert", schedule("s1"))
+	keys := b.rdb.Keys(context.Background(), "*:sched:s1").Val()
+	require.Len(t, keys, 1)
+	require.NoError(t, b.rdb.Set(context.Background(), keys[0], "not a hash", 0).Err()) // WRONGTYPE on read
 
 	detail := requireError(t, b.do(t, http.MethodGet, "/schedules/s1", nil), http.StatusInternalServerError, api.CodeInternal, "internal error")
 	require.Equal(t, "internal error", detail.Message)
 	require.Contains(t, logs.String(), "http request failed")
-	require.Contains(t, logs.String(), "client is closed")
+	require.Contains(t, logs.String(), "WRONGTYPE")
 }
 
 func TestRoutingErrors(t *testing.T) {

@@ -121,7 +121,10 @@ func (ln *lane) takeLoop(ctx context.Context) {
 		tasks, err := ln.l.store.TakeRunTasks(takeCtx, n)
 		cancel()
 		ln.release(n - len(tasks))
-		if err != nil {
+		switch {
+		case queue.IsFull(err):
+			ln.l.logger.ErrorContext(ctx, "taking run tasks failed: Redis is full (maxmemory reached); retrying", "err", err, "retry_in", backoff)
+		case err != nil:
 			ln.l.logger.WarnContext(ctx, "taking run tasks failed; retrying (is Redis reachable?)", "err", err, "retry_in", backoff)
 		}
 		if len(tasks) == 0 {

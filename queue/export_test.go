@@ -1,5 +1,7 @@
 package queue
 
+import "github.com/redis/go-redis/v9"
+
 // Names of the stored layout for the external tests, which need
 // queuetest (and so cannot be in package queue).
 var (
@@ -38,3 +40,23 @@ const (
 
 	FlagSet = flagSet
 )
+
+// LoadedScripts returns every script the package loaded, by name, and
+// whether each may write.
+func LoadedScripts() map[string]LoadedScript {
+	out := make(map[string]LoadedScript, len(scripts))
+	for name, l := range scripts {
+		out[name] = LoadedScript{Script: l.script, Source: l.src, Writes: l.writes}
+	}
+	return out
+}
+
+// LoadedScript is a script of the package.
+type LoadedScript struct {
+	Script *redis.Script
+	Source string
+	Writes bool
+}
+
+// ReadDueScript is the read-only script of ReadDue.
+var ReadDueScript = readDueScript

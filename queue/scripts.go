@@ -14,8 +14,21 @@ var luaFiles embed.FS
 // loadScript returns the script lua/<name>.lua with the shared
 // functions it uses (lua/<lib>.lua) put before it: Redis scripts cannot
 // call one another, so code two of them need is written once and joined
-// in here (see joinScript).
+// in here (see joinScript). The script may write, so a full Redis refuses
+// it whole (see shebangWrites).
 func loadScript(name string, libs ...string) *redis.Script {
+	return flaggedScript(shebangWrites, name, libs)
+}
+
+// loadReadOnlyScript is loadScript for a script that writes nothing:
+// Redis runs it when full, and refuses any write it tries.
+func loadReadOnlyScript(name string, libs ...string) *redis.Script {
+	return flaggedScript(shebangReadOnly, name, libs)
+}
+
+// flaggedScript joins the script with its flags line first, where Redis
+// reads it (joinScript keeps it there), and records it in scripts.
+func flaggedScript(shebang, name string, libs []string) *redis.Script {
 	read := func(f string) []byte {
 		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
 		if err != nil {
@@ -27,7 +40,21 @@ func loadScript(name string, libs ...string) *redis.Script {
 	for _, f := range libs {
 		lib = append(lib, read(f))
 	}
-	return redis.NewScript(joinScript(read(name), lib...))
+	src := joinScript(append([]byte(shebang+"\n"), read(name)...), lib...)
+	sc := redis.NewScript(src)
+	scripts[name] = loaded{sc, src, shebang == shebangWrites}
+	return sc
+}
+
+// scripts holds every script loaded, by name: the tests run each one
+// against a full Redis.
+var scripts = map[string]loaded{}
+
+// loaded is a script and whether it may write.
+type loaded struct {
+	script *redis.Script
+	src    string
+	writes bool
 }
 
 // joinScript puts luaPrelude (the names of schema.go), then the
@@ -55,7 +82,7 @@ var (
 	upsertScript         = loadScript("upsert", "unhold")
 	pauseScript          = loadScript("pause")
 	deleteScript         = loadScript("delete")
-	readDueScript        = loadScript("read_due")
+	readDueScript        = loadReadOnlyScript("read_due")
 	commitScript         = loadScript("commit", "enqueue_task")
 	statusScript         = loadScript("status", "unhold", "release")
 	expireInflightScript = loadScript("expire_inflight", "unhold", "release")

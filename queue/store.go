@@ -27,6 +27,7 @@ type Store struct {
 	cfg            Config
 	queuePublished atomic.Pointer[time.Time] // when publishQueue last listed the queue
 	batch          *batcher                  // upserts of concurrent API requests
+	scriptFlags    bool                      // Redis refuses a writing script whole when full
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -34,6 +35,10 @@ type Store struct {
 func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *Config) (*Store, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	flags, err := adaptScriptFlags(ctx, rdb)
+	if err != nil {
 		return nil, err
 	}
 	if err := rdb.HSetNX(ctx, metaKey, metaShards, c.Shards).Err(); err != nil {
@@ -46,7 +51,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if got != c.Shards {
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
-	return &Store{rdb: rdb, clock: clock, cfg: c, batch: &batcher{rdb: rdb}}, nil
+	return &Store{rdb: rdb, clock: clock, cfg: c, batch: &batcher{rdb: rdb}, scriptFlags: flags}, nil
 }
 
 // Config returns the store's effective configuration.
@@ -62,6 +67,23 @@ func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 func (s *Store) Ping(ctx context.Context) error {
 	return bounded(ctx, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() })
 }
+
+// ScriptFlags reports whether Redis understands script flags (Redis 7
+// and later), and so refuses each writing script as a whole when it is
+// full. Without them (miniredis, Redis 6) a script on a full Redis may
+// write part of its work.
+func (s *Store) ScriptFlags() bool { return s.scriptFlags }
+
+// CheckWritable checks that Redis answers and takes writes: it runs a
+// script that declares writes and writes nothing, which a full Redis
+// refuses (IsFull) and a read-only replica too. It gives up when ctx
+// ends.
+func (s *Store) CheckWritable(ctx context.Context) error {
+	return bounded(ctx, func(ctx context.Context) error { return writableProbe.Run(ctx, s.rdb, nil).Err() })
+}
+
+// writableProbe writes nothing but is refused where a write would be.
+var writableProbe = redis.NewScript(shebangWrites + "\nreturn 1")
 
 // bounded runs fn, a Redis call, and returns its error, or ctx's as soon
 // as ctx ends: go-redis waits for its own socket timeouts and retries

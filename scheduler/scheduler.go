@@ -273,6 +273,9 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 		case errors.Is(err, errLeaseLost):
 			// Renewal is late (rebalance logs why); not an error of the tick.
 			s.logger.DebugContext(ctx, "not ticking: shard lease about to expire", "shard", l.lease.Shard)
+		case queue.IsFull(err):
+			s.logger.ErrorContext(ctx, "tick failed: Redis is full (maxmemory reached), no run can be recorded; retrying next tick",
+				"shard", l.lease.Shard, "err", err)
 		case err != nil:
 			s.logger.ErrorContext(ctx, "tick failed; retrying next tick", "shard", l.lease.Shard, "err", err)
 		}

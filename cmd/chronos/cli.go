@@ -34,6 +34,8 @@ type Common struct {
 	LogFormat string `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
 	Pprof     bool   `name:"pprof" env:"PPROF" help:"Serve Go's profiler at /debug/pprof/ (for diagnosing; off by default)."`
 
+	AllowEviction bool `name:"allow-eviction" env:"ALLOW_EVICTION" help:"Start even when Redis's maxmemory-policy is not noeviction (or cannot be read), logging an error every minute: an evicting Redis deletes schedules, runs and tasks when full."`
+
 	LookaheadMS   int64         `name:"lookahead-ms" env:"LOOKAHEAD_MS" default:"60000" help:"How far ahead 'allow' schedules are enqueued (asynq ProcessAt), so runs start on time."`
 	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`
 	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`

@@ -79,6 +79,15 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		return fmt.Errorf("cannot reach Redis at REDIS_URL=%s: %w (is it running? check the address and password)", redactURL(redisURL), err)
 	}
 
+	if !p.embedded { // miniredis evicts nothing
+		if err := checkEviction(ctx, rdb, p.common.AllowEviction, logger); err != nil {
+			return err
+		}
+		evictCtx, stopEvict := context.WithCancel(ctx)
+		defer stopEvict()
+		go watchEviction(evictCtx, rdb, p.common.AllowEviction, logger)
+	}
+
 	clock := queue.NewRedisClock(rdb)
 	if err := clock.Sync(ctx); err != nil {
 		return fmt.Errorf("read Redis TIME: %w", err)
@@ -209,6 +218,51 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		return nil
 	case err := <-srvErr:
 		return fmt.Errorf("HTTP server: %w", err)
+	}
+}
+
+// evictionCheckInterval is how often a running process reads Redis's
+// maxmemory-policy again: someone may change it under a running fleet.
+const evictionCheckInterval = time.Minute
+
+// checkEviction refuses an evicting Redis (its maxmemory-policy is not
+// noeviction, or cannot be read) unless allow, when it logs an error.
+func checkEviction(ctx context.Context, rdb redis.UniversalClient, allow bool, logger *slog.Logger) error {
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := queue.CheckEvictionPolicy(checkCtx, rdb)
+	switch {
+	case err == nil:
+		return nil
+	case allow:
+		logger.Error("Redis may evict chronos's keys; running anyway (ALLOW_EVICTION)", "err", err)
+		return nil
+	case errors.Is(err, queue.ErrPolicyUnknown):
+		return fmt.Errorf("%w: chronos needs maxmemory-policy noeviction; if it is, start with ALLOW_EVICTION=true (--allow-eviction)", err)
+	}
+	return fmt.Errorf("%w; or start with ALLOW_EVICTION=true (--allow-eviction) to run anyway", err)
+}
+
+// watchEviction logs an error each evictionCheckInterval while Redis's
+// maxmemory-policy is not noeviction.
+func watchEviction(ctx context.Context, rdb redis.UniversalClient, allow bool, logger *slog.Logger) {
+	t := time.NewTicker(evictionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := queue.CheckEvictionPolicy(checkCtx, rdb)
+		cancel()
+		switch {
+		case err == nil, queue.IsUnavailable(err):
+		case errors.Is(err, queue.ErrPolicyUnknown) && allow:
+		default:
+			logger.Error("Redis may evict chronos's keys", "err", err)
+		}
 	}
 }
 

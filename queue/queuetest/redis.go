@@ -27,8 +27,9 @@ type Redis struct {
 
 // StartRedis starts a real redis-server on a free loopback port with
 // persistence off, and stops it in t.Cleanup. A missing redis-server fails
-// the test: integration tests never skip.
-func StartRedis(t testing.TB) *Redis {
+// the test: integration tests never skip. extra are more redis-server
+// arguments, e.g. "--maxmemory", "4mb".
+func StartRedis(t testing.TB, extra ...string) *Redis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -37,7 +38,7 @@ func StartRedis(t testing.TB) *Redis {
 	dir := t.TempDir()
 	for attempt := 0; attempt < 5; attempt++ {
 		port := FreePort(t)
-		cmd := exec.Command(bin, RedisArgs(port, dir)...)
+		cmd := exec.Command(bin, append(RedisArgs(port, dir), extra...)...)
 		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
 		logf, err := os.Create(logPath)
 		if err != nil {
@@ -130,6 +131,44 @@ func WaitRedis(ctx context.Context, addr string, timeout time.Duration, exited f
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Fill makes Redis full: it writes 2 MiB of filler keys (fewer if Redis
+// refuses them first), then lowers maxmemory to 1 MiB under the memory
+// used, so Redis stays over it whatever its buffers do, and refuses
+// writes under noeviction. Deleting the returned keys gets it back under.
+func Fill(t testing.TB, rdb redis.UniversalClient) []string {
+	t.Helper()
+	ctx := context.Background()
+	value := strings.Repeat("x", 64<<10)
+	var keys []string
+	for i := 0; i < 32; i++ {
+		k := fmt.Sprintf("queuetest:filler:%d", i)
+		if err := rdb.Set(ctx, k, value, 0).Err(); err != nil {
+			if !strings.HasPrefix(err.Error(), "OOM ") {
+				t.Fatalf("fill Redis: %v", err)
+			}
+			break
+		}
+		keys = append(keys, k)
+	}
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatalf("fill Redis: %v", err)
+	}
+	var used int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if used < 2<<20 || len(keys) < 16 {
+		t.Fatalf("fill Redis: used_memory %d after %d filler keys: start it with --maxmemory of 4mb or more", used, len(keys))
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used-1<<20, 10)).Err(); err != nil {
+		t.Fatalf("fill Redis: %v", err)
+	}
+	return keys
 }
 
 func lastLines(s string, n int) string {

@@ -42,4 +42,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRunStatus$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzManualStart$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzListSchedules$$' -fuzztime $(FUZZTIME) ./api/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAsynqMessage$$' -fuzztime $(FUZZTIME) ./queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAsynqMessage$$' -fuzztime $(FUZZTIME) ./queue/asynqwire/

@@ -35,11 +35,18 @@ const archivedClockSkew = 10 * time.Minute
 // sweepArchived fails the ENQUEUED runs of tasks archived since since and
 // returns the since to use next time.
 func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Time, error) {
-	runs, next, err := l.store.ArchivedRuns(ctx, since)
+	tasks, next, err := l.store.Tasks().Archived(ctx, since)
 	if err != nil {
 		return since, err
 	}
-	for _, r := range runs {
+	for _, r := range tasks {
+		if r.Type != queue.TaskTypeRun {
+			continue
+		}
+		p, err := queue.DecodeTaskPayload(r.Payload)
+		if err != nil {
+			continue // the lane dropped it already: nothing to record
+		}
 		// A task with no error was archived (from the dashboard) before
 		// any launcher tried it: it did not run, which a run held behind
 		// it must know (RanAbandoned). One with an error may have: a
@@ -51,7 +58,7 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 		}
 		reason := fmt.Sprintf("launch abandoned: asynq archived its task at %s (%s); nothing will retry it",
 			r.ArchivedAt.UTC().Format(time.RFC3339), r.LastErr)
-		err := l.store.ReportTaskStatus(ctx, r.Payload, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Ran: ran})
+		err = l.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Ran: ran})
 		switch {
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			continue // ended, started, or no longer kept
@@ -60,7 +67,7 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 		}
 		l.metrics.failedLaunch.Inc()
 		l.logger.WarnContext(ctx, "run failed: its task was archived before it launched",
-			"idempotency_key", r.Payload.IdempotencyKey, "schedule_id", r.Payload.ScheduleID, "last_error", r.LastErr)
+			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "last_error", r.LastErr)
 	}
 	if latest := l.store.Clock().Now().Add(-archivedClockSkew); next.After(latest) {
 		next = latest

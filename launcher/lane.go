@@ -11,19 +11,60 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // A launcher starts most runs through its lane: it takes run tasks off
 // asynq's queue as many at a time as it has free slots, with their launch
-// state in one more round trip (queue.TakeRunTasks), and its runs report
+// state in one more round trip (take), and its runs report
 // their statuses and finish their tasks together through the store's
-// batcher. asynq's server takes and finishes one task at a time, two
+// batcher (queue.Store.Tasks). asynq's server takes and finishes one task at a time, two
 // round trips per run: on a small machine that costs more than the run
 // (README, "Where the time goes"). The launcher's asynq server, with one
 // worker of its own, still recovers the tasks of launchers that died,
 // forwards retries and scheduled tasks, deletes expired completed tasks
 // and shows the launcher in asynqmon; the lane takes and finishes tasks
 // exactly as it would.
+
+// taken is a run task the lane took, with its run's launch state.
+type taken struct {
+	*asynqwire.Task
+	payload *queue.TaskPayload // nil when the task does not decode
+	state   *queue.LaunchState // nil when err
+	err     error              // why the payload or the state could not be read
+}
+
+// take takes up to n run tasks off the queue and reads their runs'
+// launch state in one more round trip.
+func (l *Launcher) take(ctx context.Context, n int) ([]*taken, error) {
+	tasks, err := l.store.Tasks().Take(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*taken, len(tasks))
+	var ps []*queue.TaskPayload
+	for i, t := range tasks {
+		tk := &taken{Task: t, err: t.Err}
+		out[i] = tk
+		if tk.err != nil {
+			continue
+		}
+		if tk.payload, tk.err = queue.DecodeTaskPayload(t.Payload); tk.err == nil {
+			ps = append(ps, tk.payload)
+		}
+	}
+	if len(ps) == 0 {
+		return out, nil
+	}
+	states, errs := l.store.LoadLaunches(ctx, ps)
+	for _, tk := range out {
+		if tk.err == nil {
+			tk.state, tk.err = states[0], errs[0]
+			states, errs = states[1:], errs[1:]
+		}
+	}
+	return out, nil
+}
 
 // maxTake bounds the tasks taken in one round trip.
 const maxTake = 100
@@ -118,7 +159,7 @@ func (ln *lane) takeLoop(ctx context.Context) {
 		n := 1 + ln.gather(ctx)
 		// Not cut short by ctx: tasks taken are this launcher's to finish.
 		takeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		tasks, err := ln.l.store.TakeRunTasks(takeCtx, n)
+		tasks, err := ln.l.take(takeCtx, n)
 		cancel()
 		ln.release(n - len(tasks))
 		switch {
@@ -189,7 +230,7 @@ func (ln *lane) release(n int) {
 // run carries out a taken task, which holds a slot, and finishes it. The
 // slot is freed once the executor has answered (or the attempt ended
 // without calling it).
-func (ln *lane) run(t *queue.TakenTask) {
+func (ln *lane) run(t *taken) {
 	free := sync.OnceFunc(func() {
 		ln.finishing <- struct{}{}
 		ln.release(1)
@@ -199,15 +240,15 @@ func (ln *lane) run(t *queue.TakenTask) {
 	err := ln.attempt(ctx, t, free)
 	cancel()
 	free()
-	end, retryAt, msg := queue.TaskDone, time.Time{}, ""
+	end, retryAt, msg := asynqwire.Done, time.Time{}, ""
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled) && ln.runCtx.Err() != nil:
-		end = queue.TaskRequeue // stopping: another launcher starts it
+		end = asynqwire.Requeue // stopping: another launcher starts it
 	case errors.Is(err, asynq.SkipRetry) || t.Retried >= t.MaxRetry:
-		end, msg = queue.TaskArchive, err.Error()
+		end, msg = asynqwire.Archive, err.Error()
 	default:
-		end, msg = queue.TaskRetry, err.Error()
+		end, msg = asynqwire.Retry, err.Error()
 		retryAt = time.Now().Add(retryDelay(t.Retried, err, nil))
 	}
 	ln.finish(t, end, retryAt, msg)
@@ -215,7 +256,7 @@ func (ln *lane) run(t *queue.TakenTask) {
 
 // attempt is what asynq's server would call the handler for; a panic is
 // the attempt's error, as asynq's server makes it.
-func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask, executed func()) (err error) {
+func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err error) {
 	l := ln.l
 	defer func() {
 		if r := recover(); r != nil {
@@ -224,20 +265,20 @@ func (ln *lane) attempt(ctx context.Context, t *queue.TakenTask, executed func()
 		}
 	}()
 	switch {
-	case t.Payload == nil:
-		l.logger.ErrorContext(ctx, "dropping malformed run task", "task_id", t.ID, "err", t.Err)
-		return fmt.Errorf("%w: %w", t.Err, asynq.SkipRetry)
-	case t.Err != nil:
-		return t.Err
+	case t.payload == nil:
+		l.logger.ErrorContext(ctx, "dropping malformed run task", "task_id", t.ID, "err", t.err)
+		return fmt.Errorf("%w: %w", t.err, asynq.SkipRetry)
+	case t.err != nil:
+		return t.err
 	}
-	return l.launch(ctx, attempt{p: t.Payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.State, executed: executed})
+	return l.launch(ctx, attempt{p: t.payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.state, executed: executed})
 }
 
 // finish records how the task ended, retrying while its lease holds; if
 // Redis stays out of reach the lease lapses and an asynq server recovers
 // the task (its run's status, recorded before, keeps it from starting
 // twice).
-func (ln *lane) finish(t *queue.TakenTask, end queue.TaskEnd, retryAt time.Time, msg string) {
+func (ln *lane) finish(t *taken, end asynqwire.End, retryAt time.Time, msg string) {
 	defer func() {
 		ln.mu.Lock()
 		delete(ln.held, t.ID)
@@ -246,7 +287,7 @@ func (ln *lane) finish(t *queue.TakenTask, end queue.TaskEnd, retryAt time.Time,
 	giveUp := time.Now().Add(finishPatience)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
-		mine, err := ln.l.store.FinishTask(ctx, t, end, retryAt, msg)
+		mine, err := ln.l.store.Tasks().Finish(ctx, t.Task, end, retryAt, msg)
 		cancel()
 		switch {
 		case err == nil && !mine:
@@ -279,7 +320,7 @@ func (ln *lane) leaseLoop(ctx context.Context) {
 			ids = append(ids, id)
 		}
 		ln.mu.Unlock()
-		if err := ln.l.store.ExtendTaskLeases(ctx, ids); err != nil {
+		if err := ln.l.store.Tasks().ExtendLeases(ctx, ids); err != nil {
 			ln.l.logger.WarnContext(ctx, "extending run task leases failed; retrying", "err", err)
 		}
 	}

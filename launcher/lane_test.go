@@ -39,20 +39,20 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	// worker could take it first.
 	// holding is a lane holding task tk as takeLoop leaves it: leased,
 	// in a slot.
-	holding := func(tk *queue.TakenTask) *lane {
+	holding := func(tk *taken) *lane {
 		ln := newLane(l)
 		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
 		ln.held[tk.ID] = true
 		ln.slots <- struct{}{}
 		return ln
 	}
-	take := func(key string, retried int) (*lane, *queue.TakenTask) {
+	take := func(key string, retried int) (*lane, *taken) {
 		t.Helper()
 		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: key})
 		require.NoError(t, err)
 		require.True(t, started)
-		tasks, err := store.TakeRunTasks(ctx, 10)
+		tasks, err := l.take(ctx, 10)
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
 		tasks[0].Retried = retried
@@ -87,7 +87,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	require.Equal(t, 1, info.Retried)
 	require.Equal(t, "executor down", info.LastErr)
 	require.WithinDuration(t, before.Add(retryDelay(0, nil, nil)), info.NextProcessAt, 2*time.Second)
-	st, err := store.LoadLaunch(ctx, tk.Payload)
+	st, err := store.LoadLaunch(ctx, tk.payload)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.FailedAttempts, "the failed attempt is counted on the run")
 	require.Equal(t, model.RunEnqueued, status("flaky").Status)
@@ -124,10 +124,10 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 		asynq.TaskID("garbage"), asynq.Queue(queue.QueueNameDefault), asynq.MaxRetry(5), asynq.Retention(time.Hour))
 	require.NoError(t, err)
 	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:pending", 0, "stopping").Err()) // left for good
-	tasks, err := store.TakeRunTasks(ctx, 10)
+	tasks, err := l.take(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
-	require.Nil(t, tasks[0].Payload)
+	require.Nil(t, tasks[0].payload)
 	holding(tasks[0]).run(tasks[0])
 	info = state("garbage")
 	require.Equal(t, asynq.TaskStateArchived, info.State)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 const (
@@ -117,7 +118,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		DelayedTaskCheckInterval: c.ForwardInterval,
 		ShutdownTimeout:          c.ShutdownTimeout,
 		RetryDelayFunc:           retryDelay,
-		Logger:                   queue.AsynqLogger{L: logger},
+		Logger:                   asynqwire.Logger{L: logger},
 		LogLevel:                 asynq.WarnLevel,
 	})
 	return l, nil

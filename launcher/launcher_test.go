@@ -632,7 +632,7 @@ func TestRunsForwardedEarlyByAnotherLauncherHostDoNotStartEarly(t *testing.T) {
 	var fwd sync.WaitGroup
 	fwd.Go(func() {
 		for fwdCtx.Err() == nil {
-			_, _ = fast.ForwardDueTasks(fwdCtx)
+			_, _ = fast.Tasks().Forward(fwdCtx, fast.Clock().Now())
 			time.Sleep(100 * time.Millisecond)
 		}
 	})

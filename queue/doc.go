@@ -1,6 +1,7 @@
 // Package queue owns everything chronos keeps in Redis: the key layout, the
-// Lua scripts, the schedule store, run records, asynq tasks, shard leases
-// and the shared clock.
+// Lua scripts, the schedule store, run records, run task payloads, shard
+// leases and the shared clock. asynq's own Redis layout, which the store
+// writes run tasks in, is package asynqwire's.
 //
 // # Layout
 //
@@ -101,13 +102,11 @@
 // before the script leaves nothing to repair, and the next tick plans the
 // same runs again.
 //
-// Tasks are written in asynq's own Redis layout (asynqwire.go) rather than
-// through asynq's Client: that makes the task part of the atomic commit and
-// turns one round trip per run into one per page. TestAsynqWireMatchesClient
-// pins the bytes against asynq's Client. The script touches the queue's keys
-// and the shard's keys together, which standalone Redis and Sentinel allow;
-// Redis Cluster will need one asynq queue per shard sharing its hash tag.
-// Runs enqueued ahead wait in asynq's scheduled set; schedulers move the
-// due ones to the pending list on each second (forward.lua, the fields
-// asynq's own forwarder writes), in pages far larger than asynq's.
+// Tasks are written in asynq's own Redis layout (package asynqwire, whose
+// Lua library enqueue_task the commit and manual run scripts put before
+// them) rather than through asynq's Client: that makes the task part of
+// the atomic commit and turns one round trip per run into one per page.
+// The script touches the queue's keys and the shard's keys together, which
+// standalone Redis and Sentinel allow; Redis Cluster will need one asynq
+// queue per shard sharing its hash tag. Store.Tasks is the run queue.
 package queue

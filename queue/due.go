@@ -135,12 +135,12 @@ type Plan struct {
 // stale plan (the schedule changed since ReadDue) writes nothing. In an
 // applied plan it marks the runs it wrote (Written).
 func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
-	if err := s.publishQueue(ctx); err != nil {
+	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, err
 	}
-	q := s.cfg.QueueName
+	q := s.tasks.Keys()
 	args := make([]any, 0, commitHeaderArgs+len(plans)*(commitPlanArgs+commitRunArgs))
-	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, asynqTaskKeyPrefix(q), now.UnixNano(), manualKeyPrefix(q), len(plans))
+	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, q.TaskPrefix(), now.UnixNano(), manualKeyPrefix(q.Queue), len(plans))
 	want := commitHeaderArgs
 	for _, p := range plans {
 		next := ""
@@ -173,7 +173,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		return nil, fmt.Errorf("commit %d plans of shard %d: %d arguments, not the %d commit.lua reads", len(plans), shard, len(args), want)
 	}
 	res, err := commitScript.Run(ctx, s.rdb,
-		[]string{dueKey(shard), inflightKey(shard), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Slice()
+		[]string{dueKey(shard), inflightKey(shard), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
 	}
@@ -198,7 +198,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 // their schedules; it returns the failed runs' keys.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
 	keys, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason, asynqTaskKeyPrefix(s.cfg.QueueName)).StringSlice()
+		shardPrefix(shard), ms(now), limit, reason, s.tasks.Keys().TaskPrefix()).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -38,14 +37,14 @@ type LaunchState struct {
 // LoadLaunch reads a run's status, its schedule and its workflow's DAG in
 // one pipeline.
 func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, error) {
-	ls, errs := s.loadLaunches(ctx, []*TaskPayload{p})
+	ls, errs := s.LoadLaunches(ctx, []*TaskPayload{p})
 	return ls[0], errs[0]
 }
 
-// loadLaunches reads the launch state of many runs in one pipeline: each
+// LoadLaunches reads the launch state of many runs in one pipeline: each
 // run's state, or its error (Redis unreachable, a record that does not
 // read). One run's bad key fails only that run.
-func (s *Store) loadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error) {
+func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error) {
 	type reads struct {
 		run   *redis.SliceCmd
 		sched *redis.MapStringStringCmd
@@ -118,62 +117,4 @@ func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload, retryAt
 		return fmt.Errorf("record failed attempt of run %s: %w", p.IdempotencyKey, err)
 	}
 	return nil
-}
-
-// ArchivedRun is a run task asynq archived: it will not be tried again.
-type ArchivedRun struct {
-	Payload    *TaskPayload
-	LastErr    string
-	ArchivedAt time.Time
-}
-
-// archivedPage is how many archived tasks ArchivedRuns reads per round
-// trip.
-const archivedPage = 500
-
-// ArchivedRuns returns the run tasks asynq archived at or after since,
-// and the since to pass next time. asynq keeps at most 10,000 archived
-// tasks, so the answer is bounded; those archived within since's second
-// come again next time. Tasks are read in pipelined pages.
-func (s *Store) ArchivedRuns(ctx context.Context, since time.Time) ([]ArchivedRun, time.Time, error) {
-	q := s.cfg.QueueName
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, asynqArchivedKey(q), &redis.ZRangeBy{
-		Min: strconv.FormatInt(since.Unix(), 10), Max: "+inf",
-	}).Result()
-	if err != nil {
-		return nil, since, fmt.Errorf("read archived run tasks: %w", err)
-	}
-	var out []ArchivedRun
-	next := since
-	for page := range slices.Chunk(zs, archivedPage) {
-		cmds := make([]*redis.SliceCmd, len(page))
-		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, z := range page {
-				cmds[i] = p.HMGet(ctx, asynqTaskKeyPrefix(q)+z.Member.(string), "state", "msg")
-			}
-			return nil
-		}); err != nil {
-			return nil, since, fmt.Errorf("read archived run tasks: %w", err)
-		}
-		for i, z := range page {
-			at := time.Unix(int64(z.Score), 0)
-			next = at
-			v := cmds[i].Val()
-			state, _ := v[0].(string)
-			raw, _ := v[1].(string)
-			if state != "archived" {
-				continue // deleted or re-queued since
-			}
-			m, err := decodeAsynqMessage([]byte(raw))
-			if err != nil || m.Type != TaskTypeRun {
-				continue
-			}
-			p, err := DecodeTaskPayload(m.Payload)
-			if err != nil {
-				continue // the handler dropped it already, nothing to record
-			}
-			out = append(out, ArchivedRun{Payload: p, LastErr: m.ErrorMsg, ArchivedAt: at})
-		}
-	}
-	return out, next, nil
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,4 +78,40 @@ func TestManualRunRecordOutlivesItsWait(t *testing.T) {
 	require.Len(t, keys, 1)
 	ttl := rdb.TTL(ctx, keys[0]).Val()
 	require.InDelta(t, (10*24*time.Hour + queue.RunRetentionDefault).Seconds(), ttl.Seconds(), 5)
+}
+
+// Runs read together are read in one pipeline, but one run whose state
+// does not read (here its workflow's key holds the wrong type) fails
+// only its own launch.
+func TestOneUnreadableRunDoesNotFailTheOthersLoadedWithIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := queuetest.StartRedis(t).Client(t)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "good", "1", []byte(`{}`)))
+	require.NoError(t, rdb.HSet(ctx, "chronos:wf:{bad}:1", "not", "a dag").Err())
+	var ps []*queue.TaskPayload
+	for _, wf := range []string{"good", "bad"} {
+		for i := range 3 {
+			key := fmt.Sprintf("%s-%d", wf, i)
+			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: wf, Version: "1", UserID: "u",
+				ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: key})
+			require.NoError(t, err)
+			ps = append(ps, &queue.TaskPayload{IdempotencyKey: key, WorkflowID: wf, Version: "1", Source: model.SourceManual})
+		}
+	}
+	states, errs := store.LoadLaunches(ctx, ps)
+	require.Len(t, states, len(ps))
+	require.Len(t, errs, len(ps))
+	for i, p := range ps {
+		if p.WorkflowID == "bad" {
+			require.ErrorContains(t, errs[i], "WRONGTYPE", p.IdempotencyKey)
+			require.Nil(t, states[i])
+			continue
+		}
+		require.NoError(t, errs[i], p.IdempotencyKey)
+		require.Equal(t, model.RunEnqueued, states[i].Status)
+		require.JSONEq(t, `{}`, string(states[i].DAG))
+	}
 }

@@ -250,7 +250,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 		IdempotencyKey: m.IdempotencyKey, RunAt: m.ScheduledFor.UTC(), FireAt: m.ScheduledFor.UTC(),
 		WorkflowID: m.WorkflowID, Version: m.Version, UserID: m.UserID, Source: model.SourceManual,
 	}
-	if err := s.publishQueue(ctx); err != nil {
+	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, false, err
 	}
 	now := s.clock.Now()
@@ -258,12 +258,12 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	if err != nil {
 		return nil, false, err
 	}
-	q := s.cfg.QueueName
+	q := s.tasks.Keys()
 	n, err := manualRunScript.Run(ctx, s.rdb,
-		[]string{runKey(sh, m.IdempotencyKey), asynqPendingKey(q), asynqScheduledKey(q), asynqArchivedKey(q), asynqCompletedKey(q),
-			manualKeyPrefix(q) + m.IdempotencyKey},
+		[]string{runKey(sh, m.IdempotencyKey), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
+			manualKeyPrefix(q.Queue) + m.IdempotencyKey},
 		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), recordTTL(s.cfg.RunRetention, m.ScheduledFor, now),
-		asynqTaskKeyPrefix(q), now.UnixNano(), msg, processAt, rand.Text()).Int()
+		q.TaskPrefix(), now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}

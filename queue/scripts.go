@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 //go:embed lua/*.lua
@@ -38,6 +40,10 @@ func flaggedScript(shebang, name string, libs []string) *redis.Script {
 	}
 	var lib [][]byte
 	for _, f := range libs {
+		if src, ok := foreignLibs[f]; ok {
+			lib = append(lib, []byte(src))
+			continue
+		}
 		lib = append(lib, read(f))
 	}
 	src := joinScript(append([]byte(shebang+"\n"), read(name)...), lib...)
@@ -77,6 +83,11 @@ func joinScript(main []byte, libs ...[]byte) string {
 	return b.String()
 }
 
+// foreignLibs are the Lua libraries of other packages that loadScript
+// puts before a script when it names them: enqueue_task writes an asynq
+// task in asynq's layout (asynqwire.EnqueueLua).
+var foreignLibs = map[string]string{"enqueue_task": asynqwire.EnqueueLua}
+
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
 	upsertScript         = loadScript("upsert", "unhold")
@@ -89,7 +100,4 @@ var (
 	manualRunScript      = loadScript("manual_run", "enqueue_task")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")
-	forwardScript        = loadScript("forward")
-	takeTasksScript      = loadScript("take_tasks")
-	finishTaskScript     = loadScript("finish_task")
 )

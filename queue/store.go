@@ -11,23 +11,23 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // Store is the schedule store: schedules, their due sets, run records,
 // workflows and the tasks of runs, in Redis.
 type Store struct {
-	rdb            redis.UniversalClient
-	clock          Clock
-	cfg            Config
-	queuePublished atomic.Pointer[time.Time] // when publishQueue last listed the queue
-	batch          *batcher                  // upserts of concurrent API requests
-	scriptFlags    bool                      // Redis refuses a writing script whole when full
+	rdb         redis.UniversalClient
+	clock       Clock
+	cfg         Config
+	batch       *batcher         // upserts of concurrent API requests
+	tasks       *asynqwire.Queue // the run queue
+	scriptFlags bool             // Redis refuses a writing script whole when full
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -51,8 +51,13 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if got != c.Shards {
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
-	return &Store{rdb: rdb, clock: clock, cfg: c, batch: &batcher{rdb: rdb}, scriptFlags: flags}, nil
+	b := &batcher{rdb: rdb}
+	return &Store{rdb: rdb, clock: clock, cfg: c, batch: b, tasks: asynqwire.New(rdb, c.QueueName, b.runScript), scriptFlags: flags}, nil
 }
+
+// Tasks returns the run queue: asynq's queue of run tasks, whose task
+// ends go through the store's batcher with the runs' status reports.
+func (s *Store) Tasks() *asynqwire.Queue { return s.tasks }
 
 // Config returns the store's effective configuration.
 func (s *Store) Config() Config { return s.cfg }
@@ -171,15 +176,15 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			left = append(left, f)
 		}
 	}
-	q := s.cfg.QueueName
+	q := s.tasks.Keys()
 	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
-		runKey(sh, ""), asynqTaskKeyPrefix(q), manualKeyPrefix(q), len(left)}
+		runKey(sh, ""), q.TaskPrefix(), manualKeyPrefix(q.Queue), len(left)}
 	args = append(args, left...)
 	for _, v := range pairs {
 		args = append(args, v)
 	}
 	res, err := s.batch.runScript(ctx, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
-		asynqPendingKey(q), asynqScheduledKey(q), asynqRetryKey(q), asynqArchivedKey(q), asynqCompletedKey(q)}, args...).Slice()
+		q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}

@@ -284,12 +284,12 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 }
 
 // forwardLoop makes the runs enqueued ahead runnable on each tick
-// boundary, when they come due (see queue.Store.ForwardDueTasks): asynq's
+// boundary, when they come due on the shared clock (asynqwire.Queue.Forward): asynq's
 // servers would too, but 100 tasks per call every 100 ms, which leaves a
 // second's worth of 10,000 runs waiting up to a second.
 func (s *Scheduler) forwardLoop(ctx context.Context) {
 	s.onTicks(ctx, func() {
-		if _, err := s.store.ForwardDueTasks(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.store.Tasks().Forward(ctx, s.store.Clock().Now()); err != nil && ctx.Err() == nil {
 			s.logger.WarnContext(ctx, "forwarding due run tasks failed; asynq's servers forward them too", "err", err)
 		}
 	})

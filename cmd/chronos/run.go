@@ -111,7 +111,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		store.NewDepthCollector())
+		store.Tasks().Collector())
 
 	var e *echo.Echo
 	if p.api != nil {

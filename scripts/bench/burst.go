@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // burstOpts configures one burst: n schedules due in the same second,
@@ -150,7 +151,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 	rm := startRedisMeter(ctx, e.rdb)
 	deadline := due.Add(20*time.Second + time.Duration(o.n/2000)*time.Second)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		return e.rdb.LLen(ctx, asynqKey(runQueue, "pending")).Result()
+		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: runQueue}.Pending()).Result()
 	}, int64(o.n), 2*time.Millisecond, deadline)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // Names shared with the chronos processes: their defaults.
@@ -149,10 +150,6 @@ func (b *bench) calibrate(ctx context.Context) error {
 	return b.e.flush(ctx)
 }
 
-// asynq v0.26 key layout, read directly where the Inspector has no cheap
-// equivalent (counts polled every few ms, pending_since).
-func asynqKey(q, suffix string) string { return "asynq:{" + q + "}:" + suffix }
-
 // queueCounts is the number of tasks of an asynq queue in each state.
 type queueCounts struct {
 	pending, active, scheduled, retry, archived, completed int64
@@ -165,12 +162,12 @@ func (c queueCounts) total() int64 {
 func countQueue(ctx context.Context, rdb redis.Cmdable, q string) (queueCounts, error) {
 	var c queueCounts
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.LLen(ctx, asynqKey(q, "pending"))
-		p.LLen(ctx, asynqKey(q, "active"))
-		p.ZCard(ctx, asynqKey(q, "scheduled"))
-		p.ZCard(ctx, asynqKey(q, "retry"))
-		p.ZCard(ctx, asynqKey(q, "archived"))
-		p.ZCard(ctx, asynqKey(q, "completed"))
+		p.LLen(ctx, asynqwire.Keys{Queue: q}.Pending())
+		p.LLen(ctx, asynqwire.Keys{Queue: q}.Active())
+		p.ZCard(ctx, asynqwire.Keys{Queue: q}.Scheduled())
+		p.ZCard(ctx, asynqwire.Keys{Queue: q}.Retry())
+		p.ZCard(ctx, asynqwire.Keys{Queue: q}.Archived())
+		p.ZCard(ctx, asynqwire.Keys{Queue: q}.Completed())
 		return nil
 	})
 	if err != nil {
@@ -308,7 +305,7 @@ func tasksPresent(ctx context.Context, rdb *redis.Client, q string, keys []strin
 		end := min(start+2000, len(keys))
 		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[start:end] {
-				p.Exists(ctx, asynqKey(q, "t:"+k))
+				p.Exists(ctx, asynqwire.Keys{Queue: q}.Task(k))
 			}
 			return nil
 		})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 type footprintResult struct {
@@ -155,11 +156,10 @@ func writeRuns(ctx context.Context, e *env, store *queue.Store, runs int) (writt
 func deleteTasks(ctx context.Context, e *env, q string, ids []string) error {
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range ids {
-			p.Del(ctx, asynqKey(q, "t:"+id))
+			p.Del(ctx, asynqwire.Keys{Queue: q}.Task(id))
 		}
-		for _, k := range []string{"pending", "scheduled", "active", "completed", "retry", "archived"} {
-			p.Del(ctx, asynqKey(q, k))
-		}
+		k := asynqwire.Keys{Queue: q}
+		p.Del(ctx, k.Pending(), k.Scheduled(), k.Active(), k.Completed(), k.Retry(), k.Archived())
 		return nil
 	})
 	if err != nil {

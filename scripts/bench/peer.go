@@ -13,6 +13,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
+
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // The peer is asynq's own Scheduler, run in child processes of this
@@ -135,7 +137,7 @@ func (b *bench) peer(ctx context.Context, n, replicas int, spec string) (*peerRe
 	}
 	total := int64(n * replicas)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		return e.rdb.LLen(ctx, asynqKey(peerQueue, "pending")).Result()
+		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: peerQueue}.Pending()).Result()
 	}, total, 2*time.Millisecond, res.boundary.Add(wait))
 	res.enq = arrival(samples, res.boundary, total)
 	for i, c := range children {

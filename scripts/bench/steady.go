@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // steadyResult: n schedules firing every period for `periods` periods,
@@ -272,7 +273,7 @@ func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap
 		return nil, nil, fmt.Errorf("subscribe to hset events: %w", err)
 	}
 	tm := &timeMap{m: map[string][]time.Time{}}
-	prefix := asynqKey(q, "t:")
+	prefix := asynqwire.Keys{Queue: q}.TaskPrefix()
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -1,4 +1,4 @@
-package queue_test
+package asynqwire_test
 
 import (
 	"context"

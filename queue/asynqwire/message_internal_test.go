@@ -1,4 +1,4 @@
-package queue
+package asynqwire
 
 import (
 	"bytes"
@@ -11,21 +11,21 @@ import (
 // The decoder reads back what the encoder writes, plus the error asynq
 // records on a failed attempt, and skips fields it does not know.
 func TestDecodeAsynqMessage(t *testing.T) {
-	want := asynqMessage{Type: TaskTypeRun, Payload: []byte(`{"idempotency_key":"k"}`), ID: "k", Queue: "chronos",
+	want := Message{Type: "chronos:run", Payload: []byte(`{"idempotency_key":"k"}`), ID: "k", Queue: "chronos",
 		Retry: 7, Timeout: 90, Retention: 86400}
-	b := want.encode()
+	b := want.Encode()
 	b = protowire.AppendTag(b, 6, protowire.VarintType) // retried
 	b = protowire.AppendVarint(b, 3)
 	b = protowire.AppendTag(b, 7, protowire.BytesType) // error_msg
 	b = protowire.AppendString(b, "executor answered 503")
 	b = protowire.AppendTag(b, 13, protowire.Fixed64Type) // a field chronos doesn't know
 	b = protowire.AppendFixed64(b, 42)
-	got, err := decodeAsynqMessage(b)
+	got, err := DecodeMessage(b)
 	require.NoError(t, err)
 	want.Retried, want.ErrorMsg = 3, "executor answered 503"
 	require.Equal(t, want, *got)
 
-	_, err = decodeAsynqMessage(b[:len(b)-3])
+	_, err = DecodeMessage(b[:len(b)-3])
 	require.Error(t, err, "a truncated message")
 }
 
@@ -33,9 +33,9 @@ func TestDecodeAsynqMessage(t *testing.T) {
 // and keeps every other one, those it does not know included (asynq's
 // headers).
 func TestWithAsynqFields(t *testing.T) {
-	orig := asynqMessage{Type: TaskTypeRun, Payload: []byte(`{"idempotency_key":"k"}`), ID: "k", Queue: "chronos",
+	orig := Message{Type: "chronos:run", Payload: []byte(`{"idempotency_key":"k"}`), ID: "k", Queue: "chronos",
 		Retry: 7, Retried: 1, ErrorMsg: "first", Timeout: 90, Retention: 86400}
-	b := orig.encode()
+	b := orig.Encode()
 	b = protowire.AppendTag(b, 6, protowire.VarintType)
 	b = protowire.AppendVarint(b, 1)
 	b = protowire.AppendTag(b, 7, protowire.BytesType)
@@ -44,9 +44,9 @@ func TestWithAsynqFields(t *testing.T) {
 	header = protowire.AppendBytes(header, []byte{0x0a, 0x01, 'a', 0x12, 0x01, 'b'})
 	b = append(b, header...)
 
-	out := withAsynqFields(b, asynqField{num: asynqRetriedField, v: 2},
-		asynqField{num: asynqErrorMsgField, s: "second", str: true}, asynqField{num: asynqLastFailedAtField, v: 1700000000})
-	got, err := decodeAsynqMessage(out)
+	out := withFields(b, field{num: retriedField, v: 2},
+		field{num: errorMsgField, s: "second", str: true}, field{num: lastFailedAtField, v: 1700000000})
+	got, err := DecodeMessage(out)
 	require.NoError(t, err)
 	want := orig
 	want.Retried, want.ErrorMsg = 2, "second"
@@ -55,23 +55,23 @@ func TestWithAsynqFields(t *testing.T) {
 	require.Equal(t, 1, bytes.Count(out, []byte("second")))
 
 	// A zero value clears the field, as proto.Marshal leaves it out.
-	got, err = decodeAsynqMessage(withAsynqFields(out, asynqField{num: asynqErrorMsgField, str: true}))
+	got, err = DecodeMessage(withFields(out, field{num: errorMsgField, str: true}))
 	require.NoError(t, err)
 	require.Empty(t, got.ErrorMsg)
 }
 
 func FuzzDecodeAsynqMessage(f *testing.F) {
-	f.Add((&asynqMessage{Type: TaskTypeRun, Payload: []byte(`{}`), ID: "k", Queue: "q", Retry: 1}).encode())
+	f.Add((&Message{Type: "chronos:run", Payload: []byte(`{}`), ID: "k", Queue: "q", Retry: 1}).Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeAsynqMessage(b)
+		m, err := DecodeMessage(b)
 		if err == nil {
 			require.NotNil(t, m)
 		}
 		// Rewriting never panics, and what decoded still does, with the
 		// fields set.
-		out := withAsynqFields(b, asynqField{num: asynqRetriedField, v: 9}, asynqField{num: asynqErrorMsgField, s: "e", str: true})
+		out := withFields(b, field{num: retriedField, v: 9}, field{num: errorMsgField, s: "e", str: true})
 		if err == nil {
-			m2, err := decodeAsynqMessage(out)
+			m2, err := DecodeMessage(out)
 			require.NoError(t, err)
 			require.Equal(t, int32(9), m2.Retried)
 			require.Equal(t, "e", m2.ErrorMsg)

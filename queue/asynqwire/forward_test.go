@@ -1,4 +1,4 @@
-package queue_test
+package asynqwire_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // Runs enqueued ahead become runnable when their second comes on the
-// shared clock, not before: moved to asynq's pending list in pages,
+// clock Forward is given, not before: moved to asynq's pending list in pages,
 // each as asynq's own forwarder would leave it.
-func TestForwardDueTasksMakesRunsRunnableOnTime(t *testing.T) {
+func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := queuetest.StartRedis(t).Client(t)
@@ -25,7 +26,7 @@ func TestForwardDueTasksMakesRunsRunnableOnTime(t *testing.T) {
 	clock := queue.NewSimClock(now)
 	store, err := queue.NewStore(ctx, rdb, clock, nil)
 	require.NoError(t, err)
-	const n = 4100 // more than one page (forwardBatch)
+	n := asynqwire.ForwardBatch + 100 // more than one page
 	due := now.Add(time.Minute)
 	for i := range n {
 		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
@@ -36,14 +37,12 @@ func TestForwardDueTasksMakesRunsRunnableOnTime(t *testing.T) {
 		ScheduledFor: due.Add(time.Second), IdempotencyKey: "later"})
 	require.NoError(t, err)
 
-	clock.Set(due.Add(-time.Millisecond))
-	moved, err := store.ForwardDueTasks(ctx)
+	moved, err := store.Tasks().Forward(ctx, due.Add(-time.Millisecond))
 	require.NoError(t, err)
 	require.Zero(t, moved, "before their second")
 	require.Equal(t, asynq.TaskStateScheduled, queuetest.RequireTask(t, rdb, queue.QueueNameDefault, "k0").State)
 
-	clock.Set(due)
-	moved, err = store.ForwardDueTasks(ctx)
+	moved, err = store.Tasks().Forward(ctx, due)
 	require.NoError(t, err)
 	require.Equal(t, n, moved)
 	require.Equal(t, int64(n), rdb.LLen(ctx, "asynq:{chronos}:pending").Val())
@@ -53,7 +52,7 @@ func TestForwardDueTasksMakesRunsRunnableOnTime(t *testing.T) {
 		require.NotEmpty(t, rdb.HGet(ctx, "asynq:{chronos}:t:"+k, "pending_since").Val())
 	}
 	require.Equal(t, asynq.TaskStateScheduled, queuetest.RequireTask(t, rdb, queue.QueueNameDefault, "later").State)
-	moved, err = store.ForwardDueTasks(ctx)
+	moved, err = store.Tasks().Forward(ctx, due)
 	require.NoError(t, err)
 	require.Zero(t, moved, "each task moves once")
 }

@@ -1,48 +1,16 @@
-package queue
+package asynqwire
 
 import (
 	"errors"
 	"slices"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// asynq's Redis layout and task encoding, written by chronos directly so
-// that a page of runs reaches asynq in one script call instead of one call
-// per task (asynq's Client has no batch enqueue), and read back the same
-// way for archived tasks (asynq's Inspector reads one task per call); and
-// launchers take and finish run tasks in batches the way asynq's server
-// does one at a time (taken.go). This
-// mirrors asynq v0.26 (internal/base and internal/proto/asynq.proto);
-// TestAsynqWireMatchesClient pins it byte for byte against asynq's own
-// Client, and asynq's server and Inspector read what it writes.
-func asynqTaskKeyPrefix(q string) string { return "asynq:{" + q + "}:t:" }
-func asynqPendingKey(q string) string    { return "asynq:{" + q + "}:pending" }
-func asynqActiveKey(q string) string     { return "asynq:{" + q + "}:active" }
-func asynqScheduledKey(q string) string  { return "asynq:{" + q + "}:scheduled" }
-func asynqRetryKey(q string) string      { return "asynq:{" + q + "}:retry" }
-func asynqArchivedKey(q string) string   { return "asynq:{" + q + "}:archived" }
-func asynqCompletedKey(q string) string  { return "asynq:{" + q + "}:completed" }
-func asynqPausedKey(q string) string     { return "asynq:{" + q + "}:paused" }
-func asynqLeaseKey(q string) string      { return "asynq:{" + q + "}:lease" }
-
-// asynq's counters of finished tasks, shown by asynqmon.
-func asynqProcessedKey(q string, day time.Time) string {
-	return "asynq:{" + q + "}:processed:" + day.UTC().Format(time.DateOnly)
-}
-func asynqFailedKey(q string, day time.Time) string {
-	return "asynq:{" + q + "}:failed:" + day.UTC().Format(time.DateOnly)
-}
-func asynqProcessedTotalKey(q string) string { return "asynq:{" + q + "}:processed" }
-func asynqFailedTotalKey(q string) string    { return "asynq:{" + q + "}:failed" }
-
-const asynqAllQueues = "asynq:queues"
-
-// asynqMessage is the subset of asynq's TaskMessage chronos writes when
+// Message is the subset of asynq's TaskMessage chronos writes when
 // it enqueues (all but Retried, ErrorMsg and Deadline) and reads (for
 // archived tasks and the tasks a launcher takes).
-type asynqMessage struct {
+type Message struct {
 	Type      string
 	Payload   []byte
 	ID        string
@@ -56,17 +24,17 @@ type asynqMessage struct {
 }
 
 // TaskMessage field numbers a launcher rewrites when it finishes a task
-// (see withAsynqFields).
+// (see withFields).
 const (
-	asynqRetriedField      protowire.Number = 6
-	asynqErrorMsgField     protowire.Number = 7
-	asynqLastFailedAtField protowire.Number = 11
-	asynqCompletedAtField  protowire.Number = 13
+	retriedField      protowire.Number = 6
+	errorMsgField     protowire.Number = 7
+	lastFailedAtField protowire.Number = 11
+	completedAtField  protowire.Number = 13
 )
 
-// encode marshals the message as asynq's protobuf TaskMessage: fields in
+// Encode marshals the message as asynq's protobuf TaskMessage: fields in
 // field-number order, zero values omitted, as proto.Marshal does.
-func (m *asynqMessage) encode() []byte {
+func (m *Message) Encode() []byte {
 	b := make([]byte, 0, 64+len(m.Payload)+len(m.ID))
 	str := func(num protowire.Number, v []byte) {
 		if len(v) > 0 {
@@ -90,10 +58,10 @@ func (m *asynqMessage) encode() []byte {
 	return b
 }
 
-// decodeAsynqMessage reads the fields of asynqMessage from an encoded
+// DecodeMessage reads the fields of Message from an encoded
 // TaskMessage, skipping the others.
-func decodeAsynqMessage(b []byte) (*asynqMessage, error) {
-	var m asynqMessage
+func DecodeMessage(b []byte) (*Message, error) {
+	var m Message
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -140,21 +108,21 @@ func decodeAsynqMessage(b []byte) (*asynqMessage, error) {
 	return &m, nil
 }
 
-// asynqField is a TaskMessage field to set: a varint or, when str is
+// field is a TaskMessage field to set: a varint or, when str is
 // true, a string.
-type asynqField struct {
+type field struct {
 	num protowire.Number
 	v   int64
 	s   string
 	str bool
 }
 
-// withAsynqFields returns the encoded TaskMessage b with the given fields
+// withFields returns the encoded TaskMessage b with the given fields
 // set and every other field kept as it is, unknown ones included (asynq's
 // headers, fields of later versions): what asynq's server writes when it
 // marks a task completed, retried or archived. Zero values are left out,
 // as proto.Marshal leaves them.
-func withAsynqFields(b []byte, fields ...asynqField) []byte {
+func withFields(b []byte, fields ...field) []byte {
 	out := make([]byte, 0, len(b)+32)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -165,7 +133,7 @@ func withAsynqFields(b []byte, fields ...asynqField) []byte {
 		if m < 0 {
 			break
 		}
-		if !slices.ContainsFunc(fields, func(f asynqField) bool { return f.num == num }) {
+		if !slices.ContainsFunc(fields, func(f field) bool { return f.num == num }) {
 			out = append(out, b[:n+m]...)
 		}
 		b = b[n+m:]

@@ -1,8 +1,7 @@
-package queue_test
+package asynqwire_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
@@ -38,24 +37,25 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	q := queue.QueueNameDefault
 
 	require.NoError(t, insp.PauseQueue(q))
-	none, err := store.TakeRunTasks(ctx, 10)
+	none, err := store.Tasks().Take(ctx, 10)
 	require.NoError(t, err)
 	require.Empty(t, none, "a paused queue gives nothing")
 	require.NoError(t, insp.UnpauseQueue(q))
 
 	before := time.Now()
-	got, err := store.TakeRunTasks(ctx, 4)
+	got, err := store.Tasks().Take(ctx, 4)
 	require.NoError(t, err)
 	require.Len(t, got, 4)
-	rest, err := store.TakeRunTasks(ctx, 10)
+	rest, err := store.Tasks().Take(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, rest, 1)
-	tasks := map[string]*queue.TakenTask{}
+	tasks := map[string]*asynqwire.Task{}
 	for _, tk := range append(got, rest...) {
 		require.NoError(t, tk.Err)
-		require.Equal(t, tk.ID, tk.Payload.IdempotencyKey)
-		require.Equal(t, model.RunEnqueued, tk.State.Status, "the run's state is read with its task")
-		require.JSONEq(t, `{"steps":[]}`, string(tk.State.DAG))
+		require.Equal(t, queue.TaskTypeRun, tk.Type)
+		p, err := queue.DecodeTaskPayload(tk.Payload)
+		require.NoError(t, err)
+		require.Equal(t, tk.ID, p.IdempotencyKey)
 		require.Equal(t, 0, tk.Retried)
 		require.Equal(t, 3, tk.MaxRetry)
 		require.WithinDuration(t, before.Add(time.Minute), tk.Deadline, 2*time.Second, "the task's timeout bounds the attempt")
@@ -63,32 +63,32 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, asynq.TaskStateActive, info.State)
 		lease := rdb.ZScore(ctx, "asynq:{chronos}:lease", tk.ID).Val()
-		require.InDelta(t, float64(before.Add(queue.LeaseDuration).Unix()), lease, 2)
+		require.InDelta(t, float64(before.Add(asynqwire.LeaseDuration).Unix()), lease, 2)
 		tasks[tk.ID] = tk
 	}
-	empty, err := store.TakeRunTasks(ctx, 10)
+	empty, err := store.Tasks().Take(ctx, 10)
 	require.NoError(t, err)
 	require.Empty(t, empty)
 
 	require.NoError(t, rdb.ZAdd(ctx, "asynq:{chronos}:lease", redis.Z{Member: "done", Score: 1}).Err())
-	require.NoError(t, store.ExtendTaskLeases(ctx, []string{"done", "never-taken"}))
+	require.NoError(t, store.Tasks().ExtendLeases(ctx, []string{"done", "never-taken"}))
 	require.Greater(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "done").Val(), float64(before.Unix()))
 	require.Zero(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "never-taken").Val(), "only held tasks are extended")
 
-	finish := func(id string, end queue.TaskEnd, at time.Time, msg string) bool {
+	finish := func(id string, end asynqwire.End, at time.Time, msg string) bool {
 		t.Helper()
-		mine, err := store.FinishTask(ctx, tasks[id], end, at, msg)
+		mine, err := store.Tasks().Finish(ctx, tasks[id], end, at, msg)
 		require.NoError(t, err)
 		return mine
 	}
-	require.True(t, finish("done", queue.TaskDone, time.Time{}, ""))
+	require.True(t, finish("done", asynqwire.Done, time.Time{}, ""))
 	info, err := insp.GetTaskInfo(q, "done")
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStateCompleted, info.State)
 	require.WithinDuration(t, time.Now(), info.CompletedAt, 2*time.Second)
 
 	retryAt := time.Now().Add(time.Hour).Truncate(time.Second)
-	require.True(t, finish("retry", queue.TaskRetry, retryAt, "executor answered 503"))
+	require.True(t, finish("retry", asynqwire.Retry, retryAt, "executor answered 503"))
 	info, err = insp.GetTaskInfo(q, "retry")
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStateRetry, info.State)
@@ -97,16 +97,18 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	require.Equal(t, retryAt.Unix(), info.NextProcessAt.Unix())
 	require.WithinDuration(t, time.Now(), info.LastFailedAt, 2*time.Second)
 
-	require.True(t, finish("archive", queue.TaskArchive, time.Time{}, "workflow not found"))
+	require.True(t, finish("archive", asynqwire.Archive, time.Time{}, "workflow not found"))
 	info, err = insp.GetTaskInfo(q, "archive")
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStateArchived, info.State)
 	require.Equal(t, "workflow not found", info.LastErr)
-	archived, _, err := store.ArchivedRuns(ctx, time.Now().Add(-time.Minute))
+	archived, _, err := store.Tasks().Archived(ctx, time.Now().Add(-time.Minute))
 	require.NoError(t, err)
 	require.Len(t, archived, 1, "the sweep finds it")
+	require.Equal(t, "archive", archived[0].ID)
+	require.Equal(t, "workflow not found", archived[0].LastErr)
 
-	require.True(t, finish("requeue", queue.TaskRequeue, time.Time{}, ""))
+	require.True(t, finish("requeue", asynqwire.Requeue, time.Time{}, ""))
 	info, err = insp.GetTaskInfo(q, "requeue")
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStatePending, info.State)
@@ -114,8 +116,8 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	// A task an asynq server recovered after its lease expired is no
 	// longer this launcher's to finish.
 	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:active", 0, "gone").Err())
-	require.False(t, finish("gone", queue.TaskDone, time.Time{}, ""))
-	require.False(t, finish("done", queue.TaskDone, time.Time{}, ""), "finishing twice changes nothing")
+	require.False(t, finish("gone", asynqwire.Done, time.Time{}, ""))
+	require.False(t, finish("done", asynqwire.Done, time.Time{}, ""), "finishing twice changes nothing")
 
 	qi, err := insp.GetQueueInfo(q)
 	require.NoError(t, err)
@@ -139,11 +141,10 @@ func TestFinishTaskWithoutRetentionDeletesIt(t *testing.T) {
 		asynq.NewTask(queue.TaskTypeRun, []byte(`{"idempotency_key":"k","workflow_id":"wf","version":"1","source":"manual"}`)),
 		asynq.TaskID("k"), asynq.Queue(queue.QueueNameDefault))
 	require.NoError(t, err)
-	got, err := store.TakeRunTasks(ctx, 10)
+	got, err := store.Tasks().Take(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	require.Equal(t, model.RunStatus(""), got[0].State.Status, "no run record")
-	mine, err := store.FinishTask(ctx, got[0], queue.TaskDone, time.Time{}, "")
+	mine, err := store.Tasks().Finish(ctx, got[0], asynqwire.Done, time.Time{}, "")
 	require.NoError(t, err)
 	require.True(t, mine)
 	require.Zero(t, rdb.Exists(ctx, "asynq:{chronos}:t:k").Val())
@@ -161,54 +162,21 @@ func TestTakeAndFinishRunTasksOnMiniredis(t *testing.T) {
 	rdb := (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
-	ends := []queue.TaskEnd{queue.TaskDone, queue.TaskRetry, queue.TaskArchive, queue.TaskRequeue}
+	ends := []asynqwire.End{asynqwire.Done, asynqwire.Retry, asynqwire.Archive, asynqwire.Requeue}
 	for _, end := range ends {
 		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: string(end)})
 		require.NoError(t, err)
 	}
-	tasks, err := store.TakeRunTasks(ctx, 10)
+	tasks, err := store.Tasks().Take(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, tasks, len(ends))
 	for _, tk := range tasks {
 		require.NoError(t, tk.Err)
-		mine, err := store.FinishTask(ctx, tk, queue.TaskEnd(tk.ID), time.Now().Add(time.Minute), "failed")
+		mine, err := store.Tasks().Finish(ctx, tk, asynqwire.End(tk.ID), time.Now().Add(time.Minute), "failed")
 		require.NoError(t, err, tk.ID)
 		require.True(t, mine, tk.ID)
 	}
 	require.Equal(t, "archived", rdb.HGet(ctx, "asynq:{chronos}:t:archive", "state").Val())
 	require.Equal(t, []string{"requeue"}, rdb.LRange(ctx, "asynq:{chronos}:pending", 0, -1).Val())
-}
-
-// Runs taken together are read together, but one run whose state does
-// not read (here its workflow's key holds the wrong type) fails only its
-// own attempt.
-func TestOneUnreadableRunDoesNotFailTheOthersTakenWithIt(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
-	require.NoError(t, err)
-	require.NoError(t, store.PutWorkflow(ctx, "good", "1", []byte(`{}`)))
-	require.NoError(t, rdb.HSet(ctx, "chronos:wf:{bad}:1", "not", "a dag").Err())
-	for _, wf := range []string{"good", "bad"} {
-		for i := range 3 {
-			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: wf, Version: "1", UserID: "u",
-				ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("%s-%d", wf, i)})
-			require.NoError(t, err)
-		}
-	}
-	tasks, err := store.TakeRunTasks(ctx, 10)
-	require.NoError(t, err)
-	require.Len(t, tasks, 6)
-	for _, tk := range tasks {
-		if tk.Payload.WorkflowID == "bad" {
-			require.ErrorContains(t, tk.Err, "WRONGTYPE", tk.ID)
-			require.Nil(t, tk.State)
-			continue
-		}
-		require.NoError(t, tk.Err, tk.ID)
-		require.Equal(t, model.RunEnqueued, tk.State.Status)
-		require.JSONEq(t, `{}`, string(tk.State.DAG))
-	}
 }

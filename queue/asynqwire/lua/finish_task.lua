@@ -1,4 +1,4 @@
--- Finish a run task a launcher took (take_tasks.lua) as asynq's server
+-- Finish a task taken by take_tasks.lua as asynq's server
 -- finishes the tasks it runs, with the same keys, states and dashboard
 -- counters: done (to the completed set, or deleted when the task keeps no
 -- retention), retry (to the retry set at a time), archive (to the

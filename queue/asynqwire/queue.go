@@ -1,0 +1,326 @@
+package asynqwire
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+func luaSource(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic("asynqwire: missing embedded script " + name)
+	}
+	return string(b)
+}
+
+// EnqueueLua is a Lua library, not a script: the functions task_live and
+// enqueue_task (lua/enqueue_task.lua), for scripts that write a task in
+// the same atomic step as their own keys. Put it before such a script.
+var EnqueueLua = luaSource("enqueue_task")
+
+// Each script's contract (KEYS, ARGV, output) heads its file in lua/.
+// Each opens with a flags line ("#!lua", Redis 7 and later), so a full
+// Redis refuses it whole rather than take part of its writes; on a server
+// that does not read that line the client must cut it off, as
+// queue.NewStore arranges.
+var (
+	forwardScript    = redis.NewScript(shebang + luaSource("forward"))
+	takeTasksScript  = redis.NewScript(shebang + luaSource("take_tasks"))
+	finishTaskScript = redis.NewScript(shebang + luaSource("finish_task"))
+)
+
+const shebang = "#!lua\n"
+
+// RunScript runs a script and returns its reply.
+type RunScript func(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd
+
+// Queue is one asynq queue, read and written in asynq's own layout.
+type Queue struct {
+	rdb       redis.UniversalClient
+	keys      Keys
+	finish    RunScript
+	published atomic.Pointer[time.Time] // when Publish last listed the queue
+}
+
+// New returns the queue named name on rdb. Tasks are finished through
+// finish, when not nil, so that a caller that pipelines its own scripts
+// (the schedule store's batcher) sends a launcher's task ends together
+// with its runs' status reports.
+func New(rdb redis.UniversalClient, name string, finish RunScript) *Queue {
+	q := &Queue{rdb: rdb, keys: Keys{Queue: name}, finish: finish}
+	if q.finish == nil {
+		q.finish = func(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+			return sc.Run(ctx, rdb, keys, args...)
+		}
+	}
+	return q
+}
+
+// Name returns the queue's name.
+func (q *Queue) Name() string { return q.keys.Queue }
+
+// Keys returns the queue's key layout.
+func (q *Queue) Keys() Keys { return q.keys }
+
+// Publish lists the queue in AllQueues, where asynq's server, Inspector
+// and asynqmon find queues: at most once a second, so a Redis restarted
+// empty lists it again. It is a command of its own because that set is
+// not in the queue's hash slot.
+func (q *Queue) Publish(ctx context.Context) error {
+	if at := q.published.Load(); at != nil && time.Since(*at) < time.Second {
+		return nil
+	}
+	if err := q.rdb.SAdd(ctx, AllQueues, q.keys.Queue).Err(); err != nil {
+		return fmt.Errorf("register asynq queue %s: %w", q.keys.Queue, err)
+	}
+	now := time.Now()
+	q.published.Store(&now)
+	return nil
+}
+
+// ScheduledScore is the score in the Scheduled set of a task to run at
+// t: asynq's scores are whole seconds, so a time within a second is
+// rounded up and a task never starts before its time.
+func ScheduledScore(t time.Time) int64 { return t.Add(time.Second - time.Nanosecond).Unix() }
+
+// ForwardBatch is how many due tasks one forward script call moves: a few
+// milliseconds of Redis's time, so a second's worth of runs is not left
+// queued behind the scripts that plan the next ones at the same
+// boundary, and under Lua's limit of ~8000 values to unpack.
+const ForwardBatch = 4000
+
+// Forward makes the tasks scheduled at or before now runnable (Scheduled
+// set to Pending list), as asynq's forwarder does, and says how many it
+// moved. Several callers at once are harmless: each call moves a task
+// once.
+func (q *Queue) Forward(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for {
+		n, err := forwardScript.Run(ctx, q.rdb, []string{q.keys.Scheduled(), q.keys.Pending()},
+			now.Unix(), q.keys.TaskPrefix(), now.UnixNano(), ForwardBatch).Int()
+		if err != nil {
+			return total, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
+		}
+		total += n
+		if n < ForwardBatch {
+			return total, nil
+		}
+	}
+}
+
+// LeaseDuration is how long a taken task is held before an asynq server
+// may recover it: asynq's own lease. Whoever takes tasks extends their
+// leases well within it (ExtendLeases).
+const LeaseDuration = 30 * time.Second
+
+// defaultTaskTimeout bounds an attempt of a task with neither a timeout
+// nor a deadline, as asynq's server does.
+const defaultTaskTimeout = 30 * time.Minute
+
+// Task is a task taken off the queue (Take) and held until Finish.
+type Task struct {
+	// ID is the task's id.
+	ID string
+	// Type and Payload are the task's, as asynq.NewTask was given them.
+	Type    string
+	Payload []byte
+	// Err says why the task's message could not be read; then only ID
+	// is set.
+	Err error
+	// Retried counts the attempts that failed before; MaxRetry is how
+	// many retries the task has.
+	Retried, MaxRetry int
+	// Deadline ends this attempt, as asynq's server would end it.
+	Deadline time.Time
+
+	msg       []byte
+	retention int64 // seconds the task is kept completed
+}
+
+// Take takes up to n tasks off the Pending list, as asynq's server
+// takes one: each moves to the Active list with a lease until
+// LeaseDuration from now, so an asynq server recovers it if the taker
+// dies holding it. None are taken while the queue is paused.
+func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
+	k := q.keys
+	now := time.Now() // asynq's servers lease and recover by their host clock
+	v, err := takeTasksScript.Run(ctx, q.rdb, []string{k.Pending(), k.Paused(), k.Active(), k.Lease()},
+		now.Add(LeaseDuration).Unix(), k.TaskPrefix(), n).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("take tasks of %s: %w", k.Queue, err)
+	}
+	tasks := make([]*Task, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		t := &Task{ID: v[i], msg: []byte(v[i+1]), Deadline: now.Add(defaultTaskTimeout)}
+		tasks = append(tasks, t)
+		m, err := DecodeMessage(t.msg)
+		if err != nil {
+			t.Err = fmt.Errorf("task %s: %w", t.ID, err)
+			continue
+		}
+		t.Type, t.Payload = m.Type, m.Payload
+		t.Retried, t.MaxRetry, t.retention = int(m.Retried), int(m.Retry), m.Retention
+		switch {
+		case m.Timeout > 0 && m.Deadline > 0:
+			t.Deadline = time.Unix(min(now.Unix()+m.Timeout, m.Deadline), 0)
+		case m.Timeout > 0:
+			t.Deadline = now.Add(time.Duration(m.Timeout) * time.Second)
+		case m.Deadline > 0:
+			t.Deadline = time.Unix(m.Deadline, 0)
+		}
+	}
+	return tasks, nil
+}
+
+// ExtendLeases extends the leases of taken tasks still held to
+// LeaseDuration from now, as asynq's server does every few seconds for
+// the tasks it runs. A task no longer leased is left alone.
+func (q *Queue) ExtendLeases(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	exp := float64(time.Now().Add(LeaseDuration).Unix())
+	zs := make([]redis.Z, len(ids))
+	for i, id := range ids {
+		zs[i] = redis.Z{Member: id, Score: exp}
+	}
+	if err := q.rdb.ZAddXX(ctx, q.keys.Lease(), zs...).Err(); err != nil {
+		return fmt.Errorf("extend leases of %d tasks: %w", len(ids), err)
+	}
+	return nil
+}
+
+// End is how a taken task is finished.
+type End string
+
+const (
+	// Done: the task succeeded; it is kept completed for its retention.
+	Done End = "done"
+	// Retry: the attempt failed; asynq runs it again at a time.
+	Retry End = "retry"
+	// Archive: the task failed for good.
+	Archive End = "archive"
+	// Requeue: the taker is stopping; the task goes back to the head of
+	// the queue, not counted as an attempt.
+	Requeue End = "requeue"
+)
+
+// asynq's limits on its archive: tasks archived this long ago, and
+// beyond this many, are deleted.
+const (
+	archiveMaxAge  = 90 * 24 * time.Hour
+	archiveMaxSize = 10000
+)
+
+// statsTTL is how long asynq keeps a day's processed and failed counts.
+const statsTTL = 90 * 24 * time.Hour
+
+// Finish finishes a taken task as asynq's server finishes the tasks it
+// runs, with the same states and dashboard counters: end says how;
+// errMsg is the failed attempt's error (Retry, Archive) and retryAt when
+// a retry is due. It says false when the task was no longer held: its
+// lease expired and an asynq server recovered it.
+func (q *Queue) Finish(ctx context.Context, t *Task, end End, retryAt time.Time, errMsg string) (bool, error) {
+	k := q.keys
+	now := time.Now()
+	var (
+		dest  string
+		score string
+		msg   []byte
+	)
+	switch end {
+	case Done:
+		if t.retention > 0 {
+			dest, score = k.Completed(), strconv.FormatInt(now.Unix()+t.retention, 10)
+			msg = withFields(t.msg, field{num: completedAtField, v: now.Unix()})
+		}
+	case Retry:
+		dest, score = k.Retry(), strconv.FormatInt(retryAt.Unix(), 10)
+		msg = withFields(t.msg, field{num: retriedField, v: int64(t.Retried) + 1},
+			field{num: errorMsgField, s: errMsg, str: true}, field{num: lastFailedAtField, v: now.Unix()})
+	case Archive:
+		dest, score = k.Archived(), strconv.FormatInt(now.Unix(), 10)
+		msg = withFields(t.msg, field{num: errorMsgField, s: errMsg, str: true},
+			field{num: lastFailedAtField, v: now.Unix()})
+	case Requeue:
+		dest = k.Pending()
+	default:
+		return false, fmt.Errorf("finish task %s: unknown end %q", t.ID, end)
+	}
+	if dest == "" {
+		dest = k.Completed() // unused: a done task without retention is deleted
+	}
+	n, err := q.finish(ctx, finishTaskScript, []string{k.Active(), k.Lease(), k.Task(t.ID), dest,
+		k.Processed(now), k.Failed(now), k.ProcessedTotal(), k.FailedTotal()},
+		t.ID, string(end), score, msg, now.Add(statsTTL).Unix(), now.Add(-archiveMaxAge).Unix(), archiveMaxSize, k.TaskPrefix()).Int()
+	if err != nil {
+		return false, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
+	}
+	return n == 1, nil
+}
+
+// ArchivedTask is a task asynq archived: it will not be tried again.
+type ArchivedTask struct {
+	ID         string
+	Type       string
+	Payload    []byte
+	LastErr    string
+	ArchivedAt time.Time
+}
+
+// archivedPage is how many archived tasks Archived reads per round trip.
+const archivedPage = 500
+
+// Archived returns the tasks archived at or after since, and the since
+// to pass next time. asynq keeps at most 10,000 archived tasks, so the
+// answer is bounded; those archived within since's second come again
+// next time. Tasks are read in pipelined pages (asynq's Inspector reads
+// one task per call); one whose message does not decode is left out.
+func (q *Queue) Archived(ctx context.Context, since time.Time) ([]ArchivedTask, time.Time, error) {
+	k := q.keys
+	zs, err := q.rdb.ZRangeByScoreWithScores(ctx, k.Archived(), &redis.ZRangeBy{
+		Min: strconv.FormatInt(since.Unix(), 10), Max: "+inf",
+	}).Result()
+	if err != nil {
+		return nil, since, fmt.Errorf("read archived tasks of %s: %w", k.Queue, err)
+	}
+	var out []ArchivedTask
+	next := since
+	for page := range slices.Chunk(zs, archivedPage) {
+		cmds := make([]*redis.SliceCmd, len(page))
+		if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range page {
+				cmds[i] = p.HMGet(ctx, k.Task(z.Member.(string)), "state", "msg")
+			}
+			return nil
+		}); err != nil {
+			return nil, since, fmt.Errorf("read archived tasks of %s: %w", k.Queue, err)
+		}
+		for i, z := range page {
+			at := time.Unix(int64(z.Score), 0)
+			next = at
+			v := cmds[i].Val()
+			state, _ := v[0].(string)
+			raw, _ := v[1].(string)
+			if state != "archived" {
+				continue // deleted or re-queued since
+			}
+			m, err := DecodeMessage([]byte(raw))
+			if err != nil {
+				continue
+			}
+			out = append(out, ArchivedTask{ID: z.Member.(string), Type: m.Type, Payload: m.Payload, LastErr: m.ErrorMsg, ArchivedAt: at})
+		}
+	}
+	return out, next, nil
+}

@@ -34,6 +34,7 @@ type Common struct {
 	LogFormat string `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
 	Pprof     bool   `name:"pprof" env:"PPROF" help:"Serve Go's profiler at /debug/pprof/ (for diagnosing; off by default)."`
 
+	MaxConns      int  `name:"max-conns" env:"MAX_CONNS" default:"512" help:"Most HTTP connections held open at once; at the cap a new one closes the oldest without a request in progress. Keep it under the open-file limit."`
 	AllowEviction bool `name:"allow-eviction" env:"ALLOW_EVICTION" help:"Start even when Redis's maxmemory-policy is not noeviction (or cannot be read), logging an error every minute: an evicting Redis deletes schedules, runs and tasks when full."`
 
 	LookaheadMS   int64         `name:"lookahead-ms" env:"LOOKAHEAD_MS" default:"60000" help:"How far ahead 'allow' schedules are enqueued (asynq ProcessAt), so runs start on time."`

@@ -63,6 +63,13 @@ func TestAllRunsAScheduleEndToEnd(t *testing.T) {
 // against its HTTP address.
 func startInProcess(t *testing.T, args ...string) func(method, path, body string) (int, string) {
 	t.Helper()
+	req, _ := startInProcessAt(t, args...)
+	return req
+}
+
+// startInProcessAt is startInProcess that also returns the base URL.
+func startInProcessAt(t *testing.T, args ...string) (func(method, path, body string) (int, string), string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -91,7 +98,7 @@ func startInProcess(t *testing.T, args ...string) func(method, path, body string
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
-	}
+	}, base
 }
 
 func runEndToEnd(t *testing.T, args ...string) {

@@ -172,9 +172,12 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	// An idle keep-alive connection is closed after 2 minutes. (No
 	// ReadTimeout: net/http cancels a request's context when it expires,
 	// which would cut /debug/pprof/profile and asynqmon's long calls.)
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Connections are capped so that held sockets cannot take every file
+	// descriptor; request bodies are bounded by the API (api.Config).
+	lim := api.NewConnLimiter(p.common.MaxConns)
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	go func() { srvErr <- srv.Serve(lim.Listener(ln)) }()
 	// The deferred stops run in reverse: scheduler, launcher, then HTTP,
 	// on every way out of here, each with its own time budget (the
 	// launcher's is SHUTDOWN_TIMEOUT), so a slow one can't eat the next
@@ -303,7 +306,7 @@ func (p processSpec) validateNumbers() error {
 	c := p.common
 	errs := []error{
 		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
-		positive("TASK_TIMEOUT", c.TaskTimeout),
+		positive("TASK_TIMEOUT", c.TaskTimeout), positive("MAX_CONNS", c.MaxConns),
 	}
 	if c.TaskMaxRetry < 0 {
 		errs = append(errs, fmt.Errorf("TASK_MAX_RETRY must be 0 (no retries) or more, got %d", c.TaskMaxRetry))

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// guardBody bounds the reading of a declared request body on every route
+// and closes the connection after a reply that left the body unread.
+//
+// net/http reads what is left of a small unread body before it writes a
+// reply, to reuse the connection, and does so without a deadline: a
+// client that declared a body and never sent it got no answer at all, on
+// every route that does not read bodies, and held a connection (a file
+// descriptor) for ever. With Connection: close net/http skips that read
+// (and the one it makes after the reply fails at once, see below).
+// The read deadline covers the handlers that read bodies themselves
+// (asynqmon's); it is lifted once the body is in, since net/http's
+// background read for a client hang-up would otherwise fail at it and
+// cancel the request.
+func (s *server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
+			return next(c)
+		}
+		rc := http.NewResponseController(c.Response())
+		g := &guardedBody{ReadCloser: req.Body}
+		if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil {
+			g.lift = func() { _ = rc.SetReadDeadline(time.Time{}) }
+		}
+		req.Body = g
+		c.Response().Before(func() {
+			if !g.eof.Load() {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+			}
+		})
+		err := next(c)
+		if !g.eof.Load() {
+			// After the reply net/http still reads up to 256 KiB of an
+			// unread body, with no deadline, before it closes the
+			// connection: a deadline now makes that read fail at once.
+			_ = rc.SetReadDeadline(time.Now())
+		}
+		return err
+	}
+}
+
+// guardedBody notes when a request body has been read to its end.
+type guardedBody struct {
+	io.ReadCloser
+	eof  atomic.Bool
+	lift func() // lifts the read deadline; nil when none was set
+	once sync.Once
+}
+
+func (g *guardedBody) Read(p []byte) (int, error) {
+	n, err := g.ReadCloser.Read(p)
+	if err == io.EOF {
+		g.eof.Store(true)
+		if g.lift != nil {
+			g.once.Do(g.lift)
+		}
+	}
+	return n, err
+}
+
+// MaxConnsDefault is ConnLimiter's cap when given none.
+const MaxConnsDefault = 512
+
+// ConnLimiter caps the connections a server holds open at once, so that
+// clients holding sockets (slow headers, idle keep-alives) cannot take
+// every file descriptor and leave /healthz unanswered. At the cap, a new
+// connection closes the oldest one that carries no request in progress
+// (one still sending its headers, or idle between requests); when every
+// connection is serving a request, the new one is closed at once.
+//
+// Use it as the server's listener and ConnState hook together:
+//
+//	lim := api.NewConnLimiter(n)
+//	srv := &http.Server{Handler: e, ConnState: lim.ConnState, ReadHeaderTimeout: ...}
+//	srv.Serve(lim.Listener(ln))
+type ConnLimiter struct {
+	max   int
+	mu    sync.Mutex
+	conns map[string]*tracked // by remote address: a TLS listener above wraps the conns
+	shed  atomic.Int64
+}
+
+// tracked is one open connection.
+type tracked struct {
+	conn    net.Conn
+	busy    bool      // a request is in progress (http.StateActive)
+	since   time.Time // when it last became idle or was accepted
+	closing bool      // closed by the limiter, not yet reported closed
+}
+
+// NewConnLimiter returns a limiter of max connections (MaxConnsDefault
+// when max < 1).
+func NewConnLimiter(max int) *ConnLimiter {
+	if max < 1 {
+		max = MaxConnsDefault
+	}
+	return &ConnLimiter{max: max, conns: map[string]*tracked{}}
+}
+
+// Shed is how many connections the limiter has closed.
+func (l *ConnLimiter) Shed() int64 { return l.shed.Load() }
+
+// Listener wraps ln so that it enforces the cap.
+func (l *ConnLimiter) Listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
+
+type limitListener struct {
+	net.Listener
+	l *ConnLimiter
+}
+
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ll.l.admit(c) {
+			return c, nil
+		}
+		_ = c.Close()
+	}
+}
+
+// admit tracks c, making room by closing the oldest connection without a
+// request in progress; false when there is no room.
+func (l *ConnLimiter) admit(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	open := 0
+	var victim *tracked
+	for _, t := range l.conns {
+		if t.closing {
+			continue
+		}
+		open++
+		if !t.busy && (victim == nil || t.since.Before(victim.since)) {
+			victim = t
+		}
+	}
+	if open >= l.max {
+		l.shed.Add(1)
+		if victim == nil {
+			return false
+		}
+		victim.closing = true
+		_ = victim.conn.Close() // net/http reports it closed, which untracks it
+	}
+	l.conns[c.RemoteAddr().String()] = &tracked{conn: c, since: time.Now()}
+	return true
+}
+
+// ConnState is the http.Server hook that tells the limiter which
+// connections are serving a request.
+func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
+	key := c.RemoteAddr().String()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.conns[key]
+	if !ok {
+		return
+	}
+	switch s {
+	case http.StateActive:
+		t.busy = true
+	case http.StateIdle:
+		t.busy, t.since = false, time.Now()
+	case http.StateClosed, http.StateHijacked:
+		delete(l.conns, key)
+	}
+}

@@ -114,7 +114,9 @@ func NewConnLimiter(max int) *ConnLimiter {
 func (l *ConnLimiter) Shed() int64 { return l.shed.Load() }
 
 // Listener wraps ln so that it enforces the cap.
-func (l *ConnLimiter) Listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
+func (l *ConnLimiter) Listener(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, l: l}
+}
 
 type limitListener struct {
 	net.Listener

@@ -49,16 +49,16 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 		}
 		// A task with no error was archived (from the dashboard) before
 		// any launcher tried it: it did not run, which a run held behind
-		// it must know (RanAbandoned). One with an error may have: a
+		// it must know (ReleaseAbandoned). One with an error may have: a
 		// launcher killed inside the executor call leaves only asynq's
 		// lease expiry.
-		ran := queue.RanByStatus
+		release := queue.ReleaseByStatus
 		if r.LastErr == "" {
-			ran = queue.RanAbandoned
+			release = queue.ReleaseAbandoned
 		}
 		reason := fmt.Sprintf("launch abandoned: asynq archived its task at %s (%s); nothing will retry it",
 			r.ArchivedAt.UTC().Format(time.RFC3339), r.LastErr)
-		err = l.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Ran: ran})
+		err = l.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Release: release})
 		switch {
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			continue // ended, started, or no longer kept

@@ -250,11 +250,11 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 			// LAUNCH_GRACE itself with no launcher trying it: then the
 			// held run was missed too, and its catch-up policy applies
 			// (release.lua's ran(), as for RUN_TIMEOUT).
-			rule := queue.RanByStatus
+			rule := queue.ReleaseByStatus
 			if !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace) {
-				rule = queue.RanUnplanned
+				rule = queue.ReleaseUnplanned
 			}
-			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Ran: rule})
+			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Release: rule})
 			if err != nil {
 				return err
 			}
@@ -404,37 +404,26 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 }
 
 // missedAtLaunch returns why a run of schedule rec (compiled: sched) that
-// would start now, more than grace after it was due, should not
-// start ("" if it should). A scheduler that enqueued it late did so within
-// MISFIRE_GRACE_MS (e.g. after a shard takeover): that wait is the
-// scheduler's, already judged.
-//
-// Schedulers apply catch-up policies to runs they find late; a run they
-// enqueued on time can still wait in the queue while every launcher is
-// down, and then the policy applies here: "none" skips it; "latest" skips
-// it when a later fire time of its schedule has come too, unless the
-// schedule's overlap policy is "skip" (the scheduler recorded those later
-// runs SKIPPED while this one was in flight, so this one is the latest);
-// "fire_immediately" and "spread" start it.
+// would start now, more than grace after it was due, should not start
+// ("" if it should): its catch-up policy decides (model.AtLaunch). A
+// scheduler that enqueued it late did so within MISFIRE_GRACE_MS (e.g.
+// after a shard takeover): that wait is the scheduler's, already judged.
 func missedAtLaunch(rec *model.ScheduleRecord, sched model.Schedule, p *queue.TaskPayload, due, now time.Time, grace time.Duration) string {
 	late := now.Sub(due)
 	if late <= grace {
 		return ""
 	}
-	switch rec.CatchupPolicy {
-	case model.CatchupNone:
-		return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s (catchup_policy none)",
-			late.Round(time.Second), grace)
-	case model.CatchupLatest:
-		if rec.OverlapPolicy == model.OverlapSkip {
-			return ""
-		}
-		if n := sched.Next(p.RunAt); !n.IsZero() && !n.After(now) {
-			return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s, and its schedule's later run at %s is due too (catchup_policy latest)",
-				late.Round(time.Second), grace, n.UTC().Format(time.RFC3339))
-		}
+	later := sched.Next(p.RunAt)
+	s := model.LaunchSituation{Late: true, LaterDue: !later.IsZero() && !later.After(now)}
+	if model.AtLaunch(rec.OverlapPolicy, rec.CatchupPolicy, s) != model.OutcomeSkip {
+		return ""
 	}
-	return ""
+	if rec.CatchupPolicy == model.CatchupLatest {
+		return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s, and its schedule's later run at %s is due too (catchup_policy latest)",
+			late.Round(time.Second), grace, later.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("missed: it would start %s after it was due, more than LAUNCH_GRACE %s (catchup_policy %s)",
+		late.Round(time.Second), grace, rec.CatchupPolicy)
 }
 
 // dueAt is when a run was due to start: its fire time, or when it was

@@ -127,28 +127,31 @@ type StatusUpdate struct {
 	// From, when set, applies the update only to a run in this status;
 	// any other, Status itself included, is ErrConflict.
 	From model.RunStatus
-	// Ran is how a final status judges whether the run ran, for a
-	// "queue" run held behind it (release.lua's ran()).
-	Ran RanRule
+	// Release is how a final status releases a "queue" run held behind
+	// this one (model.AtRelease; release.lua's ran() in Lua).
+	Release ReleaseRule
 }
 
-// RanRule is how a final status report judges whether its run ran, which
-// decides how a "queue" run held behind it is released.
-type RanRule string
+// ReleaseRule is how a final status report releases the "queue" run held
+// behind its run: it tells whether its run ran (model.EndedRun), so
+// whether the held run waited for it and starts now, however late, or
+// was missed with it and follows its catch-up policy.
+type ReleaseRule string
 
 const (
-	// RanByStatus judges by the new status: SUCCESS and FAILED ran,
+	// ReleaseByStatus judges by the new status: SUCCESS and FAILED ran,
 	// SKIPPED did not (the held run was missed too: its catch-up policy
 	// applies).
-	RanByStatus RanRule = ""
-	// RanUnplanned is for a SKIPPED run that was not late but is no longer
-	// one its schedule plans (paused, deleted, timing changed): the held
-	// run waited for it, and starts at once, as behind a run that ran.
-	RanUnplanned RanRule = "unplanned"
-	// RanAbandoned is for a FAILED run whose task was archived before any
-	// launcher tried it: it ran only if a launcher had tried the executor,
-	// as for a run RUN_TIMEOUT fails, not by FAILED.
-	RanAbandoned RanRule = "abandoned"
+	ReleaseByStatus ReleaseRule = ""
+	// ReleaseUnplanned is for a SKIPPED run that was not late but is no
+	// longer one its schedule plans (paused, deleted, timing changed):
+	// the held run waited for it, and starts at once, as behind a run
+	// that ran.
+	ReleaseUnplanned ReleaseRule = "unplanned"
+	// ReleaseAbandoned is for a FAILED run whose task was archived before
+	// any launcher tried it: judged by its status before, as for a run
+	// RUN_TIMEOUT fails: it ran only if a launcher had tried the executor.
+	ReleaseAbandoned ReleaseRule = "abandoned"
 )
 
 // UpdateRunStatus records a reported status of the run with this
@@ -190,7 +193,7 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 	// Through the batcher: the runs a launcher took together report
 	// together.
 	res, err := s.batch.runScript(ctx, statusScript, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Ran)).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}

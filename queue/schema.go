@@ -95,6 +95,12 @@ const (
 	overlapQueue = string(model.OverlapQueue)   // sfOverlap: runs wait for the one in flight
 )
 
+// How status.lua releases a run held behind the one it ends (ARGV[8]).
+const (
+	releaseUnplanned = string(ReleaseUnplanned) // the run was SKIPPED as no longer planned: it ran
+	releaseAbandoned = string(ReleaseAbandoned) // judged by its status before FAILED
+)
+
 // flagSet is the value of a flag field (sfPaused, sfHeld, sfReleased)
 // that is set; a flag that is not set is absent.
 const flagSet = "1"
@@ -167,6 +173,7 @@ var luaNames = []struct {
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},
 	{"stSkipped", stSkipped}, {"srcSchedule", srcSchedule}, {"srcManual", srcManual}, {"overlapQueue", overlapQueue},
 	{"flagSet", flagSet},
+	{"releaseUnplanned", releaseUnplanned}, {"releaseAbandoned", releaseAbandoned},
 	{"upsertUnchanged", upsertUnchanged}, {"upsertUpdated", upsertUpdated}, {"upsertCreated", upsertCreated},
 	{"pauseNotFound", pauseNotFound}, {"pauseStale", pauseStale}, {"pauseSame", pauseSame}, {"pauseChanged", pauseChanged},
 	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone},

@@ -23,9 +23,46 @@ type dueTime struct {
 	// missed: planned late (caught up, or released late from a hold),
 	// so it fires now.
 	missed bool
+	// latest: the last of a stretch of missed runs.
+	latest bool
 	// released: it waited for the run in flight ("queue"), so it fires
 	// now whatever the catch-up policy (never spread).
 	released bool
+}
+
+// schedPlan is the planning of one due schedule at now.
+type schedPlan struct {
+	cfg    Config
+	d      queue.DueSchedule
+	rec    *model.ScheduleRecord
+	sched  model.Schedule
+	now    time.Time
+	jitter time.Duration
+	// began is when the schedule began (created, changed its timing or
+	// resumed): no run fires before it.
+	began time.Time
+	// lead is how long before its fire time an "allow" run is planned.
+	lead time.Duration
+}
+
+// fireAt is the run at t's jittered fire time (no key to hash when there
+// is no jitter).
+func (sp *schedPlan) fireAt(t time.Time) time.Time {
+	if sp.jitter == 0 {
+		return t
+	}
+	return jittered(sp.rec, model.IdempotencyKey(sp.d.ID, t), t, sp.jitter, sp.began)
+}
+
+// act is when the run at t is planned: an "allow" run up to its lead
+// (lookahead, jitter) ahead; a "skip" or "queue" run once its fire time
+// has come, since whether the run before it is still in flight is decided
+// then.
+func (sp *schedPlan) act(t time.Time) time.Time {
+	if sp.rec.OverlapPolicy == model.OverlapAllow {
+		return t.Add(-sp.lead)
+	}
+	return sp.fireAt(t)
 }
 
 // plan returns the plan for d and how many catch-up events dropped missed
@@ -35,124 +72,138 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	if d.Next.IsZero() {
 		return p, 0 // nothing planned: retire
 	}
-	jitter := time.Duration(rec.JitterMs) * time.Millisecond
-	began := maxTime(rec.Anchor, d.ResumedAt)
-	// act is when the run at t is planned: an "allow" run up to its lead
-	// (lookahead, jitter) ahead; a "skip" or "queue" run once its fire
-	// time has come, since whether the run before it is still in flight
-	// is decided then.
-	// fireAt is the run at t's jittered fire time (no key to hash when
-	// there is no jitter).
-	fireAt := func(t time.Time) time.Time {
-		if jitter == 0 {
-			return t
-		}
-		return jittered(rec, model.IdempotencyKey(d.ID, t), t, jitter, began)
-	}
-	lead := pl.lead(rec)
-	act := func(t time.Time) time.Time {
-		if rec.OverlapPolicy == model.OverlapAllow {
-			return t.Add(-lead)
-		}
-		return fireAt(t)
-	}
-	limit := pl.cfg.MaxCatchupPerTick
-	// A run is missed when its jittered fire time is more than the grace
-	// ago, so every run before surely is: jitter moves a fire time by at
-	// most jitter, and never past end_at.
-	cutoff := now.Add(-pl.cfg.MisfireGrace)
-	surely := cutoff.Add(-jitter)
-	if rec.EndAt != nil && rec.EndAt.Before(cutoff) && rec.EndAt.After(surely) {
-		surely = rec.EndAt.Add(time.Nanosecond)
-	}
-	isMissed := func(t time.Time) bool { return fireAt(t).Before(cutoff) }
+	sp := &schedPlan{cfg: pl.cfg, d: d, rec: rec, sched: sched, now: now,
+		jitter: time.Duration(rec.JitterMs) * time.Millisecond, began: maxTime(rec.Anchor, d.ResumedAt), lead: pl.lead(rec)}
+	times, next, missed := sp.dueTimes()
+	sp.emit(&p, times, next)
+	return p, missed
+}
 
-	var times []dueTime
-	t := d.Next
-	if d.Released && !act(t).After(now) {
+// dueTimes returns the times to plan now, in order, the schedule's next
+// time after them, and how many catch-up events dropped missed runs.
+func (sp *schedPlan) dueTimes() (times []dueTime, next time.Time, missed int) {
+	now, limit := sp.now, sp.cfg.MaxCatchupPerTick
+	t := sp.d.Next
+	heldBacklog := false
+	if sp.d.Released && !sp.act(t).After(now) {
 		// It waited for the run in flight ("queue"): it starts now,
-		// however late, and only the times after it can be missed. (One
-		// not due yet, within its jitter, is planned at its act time, as
-		// any run; the commit clears rel.)
-		times = append(times, dueTime{at: t, missed: isMissed(t), released: true})
-		t = sched.Next(t)
+		// however late. Under "queue" still, the times after it already
+		// due are a backlog that came due while it waited: missed, however
+		// little late, so the catch-up policy drains it
+		// (model.MissedBefore). (One not due yet, within its jitter, is
+		// planned at its act time, as any run; the commit clears rel.)
+		times = append(times, dueTime{at: t, missed: sp.fireAt(t).Before(sp.missedBefore(false)), released: true})
+		t = sp.sched.Next(t)
+		heldBacklog = sp.rec.OverlapPolicy == model.OverlapQueue
 	}
-	// The missed runs are those from t on up to the first that is not
-	// (with a jitter longer than the period, a later run can be missed
-	// and an earlier one not: it waits its turn). Past the runs surely
-	// missed, none and latest look at them one by one: that stretch ends
-	// after about sqrt(π·jitter/period) runs (a few hundred for a
-	// per-second schedule with a day's jitter).
-	if !t.IsZero() && isMissed(t) {
-		first := t
-		switch rec.CatchupPolicy {
-		case model.CatchupNone:
-			missed++
-			if t.Before(surely) {
-				t = sched.Next(surely.Add(-time.Nanosecond))
-			}
-			for !t.IsZero() && isMissed(t) {
-				t = sched.Next(t)
-			}
-		case model.CatchupLatest:
-			last := t
-			if t.Before(surely) {
-				last = lastBefore(sched, t, surely)
-			}
-			for n := sched.Next(last); !n.IsZero() && isMissed(n); n = sched.Next(n) {
-				last = n
-			}
-			if !last.Equal(first) {
-				missed++ // runs before last are dropped
-			}
-			times = append(times, dueTime{at: last, missed: true})
-			t = sched.Next(last)
-		default: // fire_immediately, spread
-			for !t.IsZero() && isMissed(t) && len(times) < limit {
-				times = append(times, dueTime{at: t, missed: true})
-				t = sched.Next(t)
-			}
-		}
+	if !t.IsZero() {
+		var kept []dueTime
+		kept, t, missed = sp.missedRuns(t, sp.missedBefore(heldBacklog))
+		times = append(times, kept...)
 	}
-	for !t.IsZero() && !act(t).After(now) && len(times) < limit {
+	for !t.IsZero() && !sp.act(t).After(now) && len(times) < limit {
 		times = append(times, dueTime{at: t})
-		t = sched.Next(t)
+		t = sp.sched.Next(t)
 	}
+	return times, t, missed
+}
 
-	inflight := d.Inflight
-	p.NewNext = t
-	for _, dt := range times {
-		key := model.IdempotencyKey(d.ID, dt.at)
-		fire := jittered(rec, key, dt.at, jitter, began)
-		if dt.missed {
-			fire = now
-			if rec.CatchupPolicy == model.CatchupSpread && !dt.released {
-				fire = now.Add(model.JitterOffset(key, pl.cfg.SpreadWindow/2) + pl.cfg.SpreadWindow/2)
-			}
+func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
+	return model.MissedBefore(sp.now, sp.cfg.MisfireGrace, heldBacklog)
+}
+
+// missedRuns returns the missed runs from t on that the catch-up policy
+// keeps, the first time after them, and whether it dropped any (0 or 1).
+// A run is missed when its jittered fire time is before cutoff. The
+// missed runs are those from t on up to the first that is not (with a
+// jitter longer than the period, a later run can be missed and an earlier
+// one not: it waits its turn). Past the runs surely missed (jitter moves
+// a fire time by at most jitter, and never past end_at), none and latest
+// look at them one by one: that stretch ends after about
+// sqrt(π·jitter/period) runs (a few hundred for a per-second schedule
+// with a day's jitter).
+func (sp *schedPlan) missedRuns(t, cutoff time.Time) (kept []dueTime, next time.Time, dropped int) {
+	isMissed := func(t time.Time) bool { return sp.fireAt(t).Before(cutoff) }
+	if !isMissed(t) {
+		return nil, t, 0
+	}
+	surely := cutoff.Add(-sp.jitter)
+	if end := sp.rec.EndAt; end != nil && end.Before(cutoff) && end.After(surely) {
+		surely = end.Add(time.Nanosecond)
+	}
+	first := t
+	switch sp.rec.CatchupPolicy.Keeps() {
+	case model.KeepNoMissed:
+		if t.Before(surely) {
+			t = sp.sched.Next(surely.Add(-time.Nanosecond))
 		}
-		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued, CaughtUp: dt.missed}
+		for !t.IsZero() && isMissed(t) {
+			t = sp.sched.Next(t)
+		}
+		return nil, t, 1
+	case model.KeepLatestMissed:
+		last := t
+		if t.Before(surely) {
+			last = lastBefore(sp.sched, t, surely)
+		}
+		for n := sp.sched.Next(last); !n.IsZero() && isMissed(n); n = sp.sched.Next(n) {
+			last = n
+		}
+		if !last.Equal(first) {
+			dropped = 1 // runs before last are dropped
+		}
+		return []dueTime{{at: last, missed: true, latest: true}}, sp.sched.Next(last), dropped
+	}
+	for !t.IsZero() && isMissed(t) && len(kept) < sp.cfg.MaxCatchupPerTick {
+		kept = append(kept, dueTime{at: t, missed: true})
+		t = sp.sched.Next(t)
+	}
+	return kept, t, 0
+}
+
+// emit writes into p the runs of times, each as the policies decide
+// (model.AtPlan), and the schedule's next time and score.
+func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
+	rec, now := sp.rec, sp.now
+	inflight := sp.d.Inflight
+	p.NewNext = next
+	for _, dt := range times {
+		key := model.IdempotencyKey(sp.d.ID, dt.at)
 		// The run in flight may be this very run, planned again: enqueued
 		// ahead of its time (jitter), then its timing changed to one that
 		// plans that time too. It is in flight, not behind itself.
-		if inflight != "" && inflight != key && rec.OverlapPolicy != model.OverlapAllow {
-			if rec.OverlapPolicy == model.OverlapQueue {
-				p.Hold = true
-				p.NewNext = dt.at
-				break
-			}
+		outcome := model.AtPlan(rec.OverlapPolicy, rec.CatchupPolicy, model.PlanSituation{
+			Missed: dt.missed, Latest: dt.latest, Released: dt.released, InFlight: inflight != "" && inflight != key})
+		if outcome == model.OutcomeHold {
+			p.Hold = true
+			p.NewNext = dt.at
+			break
+		}
+		fire := jittered(rec, key, dt.at, sp.jitter, sp.began)
+		if dt.missed {
+			fire = now
+		}
+		if outcome == model.OutcomeSpread {
+			fire = now.Add(model.JitterOffset(key, sp.cfg.SpreadWindow/2) + sp.cfg.SpreadWindow/2)
+		}
+		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued, CaughtUp: dt.missed}
+		switch outcome {
+		case model.OutcomeSkip:
 			run.Status = model.RunSkipped
 			run.Error = fmt.Sprintf("skipped: run %s is still in flight (overlap_policy skip)", inflight)
-		} else {
+		case model.OutcomeFire, model.OutcomeSpread:
 			if rec.OverlapPolicy != model.OverlapAllow && inflight != key {
 				inflight = key
 				p.Inflight = key
-				p.InflightDeadline = maxTime(fire, now).Add(pl.cfg.RunTimeout)
+				p.InflightDeadline = maxTime(fire, now).Add(sp.cfg.RunTimeout)
 			}
 			run.Task = queue.TaskPayload{
-				IdempotencyKey: key, ScheduleID: d.ID, RunAt: dt.at, FireAt: fire,
+				IdempotencyKey: key, ScheduleID: sp.d.ID, RunAt: dt.at, FireAt: fire,
 				WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID,
 				Source: model.SourceSchedule,
 			}
+		case model.OutcomeDrop:
+			continue
 		}
 		p.Runs = append(p.Runs, run)
 	}
@@ -160,9 +211,8 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		// A schedule still due after this plan (catch-up bound reached) is
 		// scored just past now, so this tick's later pages don't re-read it
 		// and the next tick continues it.
-		p.NewScore = float64(max(act(p.NewNext).UnixMilli(), now.UnixMilli()+1))
+		p.NewScore = float64(max(sp.act(p.NewNext).UnixMilli(), now.UnixMilli()+1))
 	}
-	return p, missed
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

@@ -103,7 +103,7 @@ func TestARunHeldBehindAnAbandonedUnstartedRunFollowsTheCatchupPolicy(t *testing
 		OverlapPolicy: model.OverlapQueue, CatchupPolicy: model.CatchupNone})
 	b.runUntil(t, start.Add(6*time.Minute+30*time.Second), 5*time.Second)
 	_, err := b.store.UpdateRunStatus(context.Background(), model.IdempotencyKey(rec.ID, start.Add(time.Minute)),
-		queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: "launch abandoned", Ran: queue.RanAbandoned})
+		queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: "launch abandoned", Release: queue.ReleaseAbandoned})
 	require.NoError(t, err)
 	b.runUntil(t, start.Add(6*time.Minute+40*time.Second), 5*time.Second)
 	_, _, err = b.store.GetRun(context.Background(), model.IdempotencyKey(rec.ID, start.Add(2*time.Minute)))
@@ -401,6 +401,61 @@ func TestARunInFlightPlannedAgainByATimingChangeIsNotBehindItself(t *testing.T) 
 			runs, err := b.store.ListRuns(context.Background(), id, 10)
 			require.NoError(t, err)
 			require.Equal(t, model.RunEnqueued, runs[0].Status, "the run after 00:02 ended is enqueued")
+		})
+	}
+}
+
+// Issue 26, finding 5: a per-second "queue" schedule stalled for 22 s
+// (Redis down) must catch up. It releases one held run per tick, so
+// before the fix it ran each run just under MISFIRE_GRACE late, forever:
+// the runs due behind a released run were not "missed", yet could never
+// drain. Now that backlog follows the catch-up policy: none drops it,
+// latest keeps its last run; either way the schedule is back on time
+// within a few ticks.
+func TestAHeldBacklogDrainsAfterAStall(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []model.CatchupPolicy{model.CatchupNone, model.CatchupLatest} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := setup(t, nil, nil)
+			rec := b.upsert(t, model.ScheduleRecord{ID: "q1s", CronExpr: "* * * * * *",
+				OverlapPolicy: model.OverlapQueue, CatchupPolicy: policy})
+			// A launcher that runs each run the moment it may start, and
+			// ends it at once.
+			launch := func() {
+				runs, err := b.store.ListRuns(ctx, rec.ID, 1000)
+				require.NoError(t, err)
+				for _, r := range runs {
+					if r.Status == model.RunEnqueued && !r.FireAt.After(b.clock.Now()) {
+						b.report(t, rec.ID, r.IdempotencyKey, model.RunSuccess)
+					}
+				}
+			}
+			second := func() {
+				b.clock.Advance(time.Second)
+				b.tickAll(t)
+				launch()
+			}
+			for range 10 {
+				second()
+			}
+			// The stall: no tick, no launch for 22 s.
+			b.clock.Advance(22 * time.Second)
+			for range 30 {
+				second()
+			}
+			runs, err := b.store.ListRuns(ctx, rec.ID, 1000)
+			require.NoError(t, err)
+			var late []string
+			for _, r := range runs {
+				if r.EnqueuedAt != nil && r.EnqueuedAt.After(b.clock.Now().Add(-20*time.Second)) && r.EnqueuedAt.Sub(r.RunAt) > 2*time.Second {
+					late = append(late, fmt.Sprintf("%s enqueued %s late", r.RunAt.Format(time.TimeOnly), r.EnqueuedAt.Sub(r.RunAt)))
+				}
+			}
+			require.Empty(t, late, "runs of the last 20 s still behind the stall")
+			// Under latest, each run waits a tick for the run before it.
+			require.LessOrEqual(t, b.clock.Now().Sub(runs[0].RunAt), time.Second, "the last run %s is behind", runs[0].RunAt.Format(time.TimeOnly))
 		})
 	}
 }

@@ -79,7 +79,9 @@ var simZones = []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europ
 //     never has two runs in flight; none stays in flight past RUN_TIMEOUT
 //     once its shard ticked; a held queue schedule waits for a run in
 //     flight; a queue schedule enqueues its runs in run_at order, and the
-//     run held behind one that ran starts when it ends, however late;
+//     run held behind one that ran starts when it ends, however late,
+//     and the runs due behind it follow the catch-up policy (none drops
+//     them, latest keeps the last): a held backlog drains;
 //   - every fire time a schedule has moved past has a run, unless it was
 //     missed: no tick of its shard came between its act time and its
 //     jittered fire time + MISFIRE_GRACE (a queue schedule's, a tick that
@@ -140,8 +142,10 @@ type simSched struct {
 	heldBehind string
 	heldNext   time.Time
 	// expect: the run at this time must be planned by the next tick (a
-	// queue run released by a run that ran starts however late)
-	expect time.Time
+	// queue run released by a run that ran starts however late);
+	// expectHist is len(hist) then (no operation since)
+	expect     time.Time
+	expectHist int
 }
 
 type simRun struct {
@@ -703,7 +707,7 @@ func (s *sim) launch() {
 			switch {
 			case x < 0.3:
 			case !sc.cur.exists || sc.cur.paused || !sc.cur.sched.Next(r.runAt.Add(-time.Second)).Equal(r.runAt):
-				u = queue.StatusUpdate{Status: model.RunSkipped, Ran: queue.RanUnplanned, Error: "no longer planned"}
+				u = queue.StatusUpdate{Status: model.RunSkipped, Release: queue.ReleaseUnplanned, Error: "no longer planned"}
 			case x < 0.6:
 				u.Status = model.RunStarted
 			case x < 0.75:
@@ -725,7 +729,7 @@ func (s *sim) launch() {
 		}
 		u.From = r.status
 		if sc := s.sched(r.sid); sc.heldBehind == k && sc.cur.exists && !sc.cur.paused && u.Status.Terminal() &&
-			(u.Status != model.RunSkipped || u.Ran == queue.RanUnplanned) {
+			(u.Status != model.RunSkipped || u.Release == queue.ReleaseUnplanned) {
 			// It ran (or was no longer planned): the run held behind it
 			// starts at the next tick, whatever the catch-up policy.
 			s.release(sc)
@@ -750,7 +754,7 @@ func (s *sim) launch() {
 func (s *sim) release(sc *simSched) {
 	jitter := time.Duration(sc.cur.rec.JitterMs) * time.Millisecond
 	if !sc.heldNext.Add(-jitter).After(s.now()) {
-		sc.expect = sc.heldNext
+		sc.expect, sc.expectHist = sc.heldNext, len(sc.hist)
 	}
 }
 
@@ -1051,6 +1055,8 @@ func (s *sim) checkDue(ticked map[int]bool) {
 			// a run whose key it took: README, POST /run-launcher/start.)
 			if r := s.runs[model.IdempotencyKey(sc.id, sc.expect)]; (r == nil || r.sid != sc.id) && !s.manual[model.IdempotencyKey(sc.id, sc.expect)] {
 				s.fail("queue schedule %s: its run at %s, held behind a run that ran, did not start when released", sc.id, sc.expect.Format(time.RFC3339))
+			} else if r != nil && r.sid == sc.id && len(sc.hist) == sc.expectHist {
+				s.checkDrained(sc)
 			}
 		}
 		sc.expect = time.Time{}
@@ -1060,6 +1066,42 @@ func (s *sim) checkDue(ticked map[int]bool) {
 				s.fail("run %s of %s (%s since %s) is in flight past RUN_TIMEOUT", r.runAt.Format(time.RFC3339), sc.id, r.status, r.inflightSince)
 			}
 		}
+	}
+}
+
+// checkDrained runs after a tick released sc's held run: under "queue"
+// with catch-up none or latest, no backlog is left behind it. The runs
+// due behind a released run are missed (model.MissedBefore): none drops
+// them, so the schedule is not held at a time already due; latest keeps
+// the last, so the time after the one it holds is not due. (Before issue
+// 26's finding 5, each waited a tick behind the one before, and a
+// per-second schedule never caught up.)
+func (s *sim) checkDrained(sc *simSched) {
+	rec := sc.cur.rec
+	if rec.OverlapPolicy != model.OverlapQueue || rec.CatchupPolicy.Keeps() == model.KeepAllMissed {
+		return
+	}
+	h, err := s.rdb.HMGet(s.ctx, fmt.Sprintf("chronos:{s%02d}:sched:%s", queue.ShardOf(sc.id, simShards), sc.id), "held", "next").Result()
+	s.noErr(err, "hmget")
+	if h[0] == nil {
+		return // not held: nothing is left due (checkDue)
+	}
+	next, ok := parseMillis(fmt.Sprint(h[1]))
+	if !ok {
+		return
+	}
+	s.stats["drain checked"]++
+	jitter := time.Duration(rec.JitterMs) * time.Millisecond
+	due := func(t time.Time) bool {
+		return !t.IsZero() && !jittered(rec, model.IdempotencyKey(sc.id, t), t, jitter, sc.cur.began).After(s.now())
+	}
+	switch {
+	case rec.CatchupPolicy == model.CatchupNone && due(next):
+		s.fail("queue schedule %s (none): released its run at %s, then held its run at %s, due behind it, instead of dropping it",
+			sc.id, sc.expect.Format(time.RFC3339), next.Format(time.RFC3339))
+	case rec.CatchupPolicy == model.CatchupLatest && due(sc.cur.sched.Next(next)):
+		s.fail("queue schedule %s (latest): released its run at %s, then held its run at %s, not the last one due behind it",
+			sc.id, sc.expect.Format(time.RFC3339), next.Format(time.RFC3339))
 	}
 }
 

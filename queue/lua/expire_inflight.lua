@@ -25,7 +25,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
     -- Still ENQUEUED with its task active: a launcher holds it, its first
     -- executor call in progress. It was being started, as one retried is.
     local launching = st == stEnqueued and redis.call('HGET', ARGV[5] .. inflight, 'state') == 'active'
-    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att) or launching, ARGV[2])
+    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att, launching), ARGV[2])
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

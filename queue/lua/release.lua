@@ -1,35 +1,48 @@
 -- Shared by the scripts that end in-flight runs (loadScript puts it, after
--- unhold.lua, before them). release frees a schedule of its in-flight run;
--- a schedule held behind that run ("queue") is due again at its act time,
--- its next fire time less its jitter (jitter is the whole act lead of a
--- held schedule: the lookahead is only for "allow"), unless it is paused.
--- When the run in flight ran, the held run waited for it, not for a
--- scheduler: it is marked released (rel) and starts however late, whatever
--- the catch-up policy (the commit of its plan clears the mark). When it
--- did not, the held run was missed too, and the catch-up policy applies
--- to it.
-
--- ran tells release whether a run leaving flight with status st ran.
--- SKIPPED because it was late (missed at launch): no; SKIPPED because its
--- schedule no longer plans it (paused, timing changed: unplanned, see
--- status.lua's ARGV[8]): the held run waited for it, so yes. Still
--- ENQUEUED (RUN_TIMEOUT): only if a launcher was retrying its executor
--- call (att failed attempts), not if no launcher took it (expire_inflight
--- also counts one a launcher holds, its first call in progress). A record gone
--- (trimmed, expired): no. Any other status: yes.
-local function ran(st, unplanned, att)
+-- unhold.lua, before them): status.lua, expire_inflight.lua.
+--
+-- release(skey, id, due_key, inflight_key, ran, now) frees a schedule of
+-- its run in flight; now is the caller's clock reading, ms. What becomes
+-- of the schedule:
+--
+--   held | paused | the run in flight ran | then
+--   -----+--------+-----------------------+--------------------------------
+--   yes  | no     | yes                   | due at its act time (next less
+--        |        |                       | jitter); released (rel) if that
+--        |        |                       | has come: it starts now, however
+--        |        |                       | late, whatever its catch-up policy
+--   yes  | no     | no                    | due at its act time, planned as
+--        |        |                       | any run: missed if late past
+--        |        |                       | MISFIRE_GRACE (catch-up policy)
+--   yes  | yes    | either                | hold cleared; resume plans it
+--   no   | either | either                | in-flight run cleared
+--
+-- ran(st, unplanned, att, launching) says whether the run leaving flight
+-- ran; model.EndedRun.Ran is the same table in Go, and
+-- TestLuaRanMatchesModel holds the two together.
+--
+--   st, its status as it leaves flight | ran
+--   -----------------------------------+--------------------------------
+--   nil (record trimmed or expired)    | no
+--   SKIPPED, late at launch            | no: the held run was missed too
+--   SKIPPED, unplanned (paused,        | yes: the held run waited for it
+--     timing changed; status.lua's     |
+--     ARGV[8])                         |
+--   ENQUEUED (RUN_TIMEOUT, or task     | only if a launcher was retrying
+--     archived: abandoned)             | its executor call (att > 0) or
+--                                      | holds its task (launching)
+--   STARTED, SUCCESS, FAILED           | yes
+local function ran(st, unplanned, att, launching)
   if not st then
     return false
   elseif st == stSkipped then
     return unplanned
   elseif st == stEnqueued then
-    return att > 0
+    return att > 0 or launching
   end
   return true
 end
 
--- release(skey, id, due_key, inflight_key, ran, now): now is the
--- caller's clock reading, ms.
 local function release(skey, id, due_key, inflight_key, ran, now)
   local s = redis.call('HMGET', skey, sfHeld, sfPaused)
   redis.call('HDEL', skey, sfInflight)

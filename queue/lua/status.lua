@@ -11,11 +11,11 @@
 -- ARGV[5] -> error ("" = keep)
 -- ARGV[6] -> now, ms
 -- ARGV[7] -> only from this status ("" = any non-terminal one)
--- ARGV[8] -> how to judge whether the run ran, for a run held behind it
---            (release.lua's ran): "" by the new status; "unplanned": a
---            SKIPPED run that was not late but is no longer planned
+-- ARGV[8] -> how to release a run held behind it (queue.ReleaseRule,
+--            release.lua's ran): "" by the new status; releaseUnplanned:
+--            a SKIPPED run that was not late but is no longer planned
 --            (paused, deleted, timing changed), which the held run waited
---            for; "abandoned": a FAILED run whose task was archived
+--            for; releaseAbandoned: a FAILED run whose task was archived
 --            before any launcher tried it, judged by its status before
 --            (ENQUEUED: only if a launcher tried the executor)
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
@@ -41,10 +41,10 @@ if final[ARGV[3]] then
     local skey = ARGV[1] .. segSched .. id
     if redis.call('HGET', skey, sfInflight) == ARGV[2] then
       local did
-      if ARGV[8] == 'abandoned' then
-        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], rfAttempts) or '0'))
+      if ARGV[8] == releaseAbandoned then
+        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], rfAttempts) or '0'), false)
       else
-        did = ran(ARGV[3], ARGV[8] == 'unplanned', 0)
+        did = ran(ARGV[3], ARGV[8] == releaseUnplanned, 0, false)
       end
       release(skey, id, KEYS[2], KEYS[3], did, ARGV[6])
     end

@@ -132,7 +132,7 @@ func TestLuaPreludeNamesEveryConstant(t *testing.T) {
 // storeScripts are the schedule store's scripts (asynq's protocol scripts
 // spell asynq's own fields).
 var storeScripts = []string{"attempt", "commit", "delete", "expire_inflight", "heartbeat", "manual_run",
-	"pause", "read_due", "release", "status", "unhold", "upsert"}
+	"pause", "read_due", "release", "run_record", "status", "unhold", "upsert"}
 
 // luaCode returns a script's code without its comments.
 func luaCode(t *testing.T, name string) string {

@@ -90,14 +90,14 @@ var foreignLibs = map[string]string{"enqueue_task": asynqwire.EnqueueLua}
 
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
-	upsertScript         = loadScript("upsert", "unhold")
+	upsertScript         = loadScript("upsert", "unhold", "run_record")
 	pauseScript          = loadScript("pause")
 	deleteScript         = loadScript("delete")
 	readDueScript        = loadReadOnlyScript("read_due")
-	commitScript         = loadScript("commit", "enqueue_task")
-	statusScript         = loadScript("status", "unhold", "release")
-	expireInflightScript = loadScript("expire_inflight", "unhold", "release")
-	manualRunScript      = loadScript("manual_run", "enqueue_task")
+	commitScript         = loadScript("commit", "enqueue_task", "run_record")
+	statusScript         = loadScript("status", "unhold", "release", "run_record")
+	expireInflightScript = loadScript("expire_inflight", "unhold", "release", "run_record")
+	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")
 )

@@ -30,172 +30,204 @@
 -- runWritten, runKept (not written as planned: its record existed,
 -- planned before, or its key is taken, see below) or runCut (not
 -- applied: the plan was cut short). The names are schema.go's.
-local pfx, now, keep, tpfx, nowNS = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
--- taken: a manual run was started with this run's key (POST
--- /run-launcher/start; it leaves a mark for as long as its record lives),
--- or a live asynq task has the key. That run is the one the key names:
--- this one is recorded SKIPPED, never enqueued (its task would be the
--- manual run's, or run it again). (When the manual run's record is in
--- this shard it is found as existing, with another sid: nothing is
--- written, and it is never this schedule's in-flight run.)
--- A plan's would-be in-flight run is asked twice (once to choose it,
--- once to write it): the answer is kept.
-local mpfx = ARGV[6]
+local pfx, now, keep, tpfx, nowNS, mpfx = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+local due_key, inflight_key = KEYS[1], KEYS[2]
+local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
+local trimScan = 20
+
+-- read_plan reads the plan whose arguments start at ARGV[i], and returns
+-- it and where the next plan starts.
+local function read_plan(i)
+  local p = {
+    id = ARGV[i], expNext = ARGV[i + 1], expInfl = ARGV[i + 2], expVer = ARGV[i + 3],
+    newNext = ARGV[i + 4], newScore = ARGV[i + 5], newInfl = ARGV[i + 6], deadline = ARGV[i + 7],
+    hold = ARGV[i + 8] == flagSet, runs = {},
+  }
+  i = i + commitPlanArgs
+  for r = 1, tonumber(ARGV[i - 1]) do
+    p.runs[r] = {key = ARGV[i], at = ARGV[i + 1], fire = ARGV[i + 2], st = ARGV[i + 3], err = ARGV[i + 4],
+      msg = ARGV[i + 5], processAt = ARGV[i + 6]}
+    i = i + commitRunArgs
+  end
+  return p, i
+end
+
+-- taken says whether a run's key is taken (run_record.lua): that run is
+-- the one the key names, and this one is recorded SKIPPED, never enqueued
+-- (its task would be the manual run's, or run it again). When the manual
+-- run's record is in this shard it is found as existing, with another
+-- sid: nothing is written, and it is never this schedule's in-flight run.
+-- A plan's would-be in-flight run is asked twice (once to choose it, once
+-- to write it): the answer is kept.
 local takenSeen = {}
 local function taken(key)
   local v = takenSeen[key]
   if v == nil then
-    v = redis.call('EXISTS', mpfx .. key) == 1 or task_live(tpfx .. key) or false
+    v = run_key_taken(mpfx .. key, tpfx .. key)
     takenSeen[key] = v
   end
   return v
 end
-local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
-local trimScan = 20
-local i = commitHeaderArgs + 1
-local out = {}
-for p = 1, tonumber(ARGV[commitHeaderArgs]) do
-  local id, expNext, expInfl, expVer = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local newNext, newScore, newInfl, deadline = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
-  local hold, nRuns = ARGV[i + 8], tonumber(ARGV[i + 9])
-  i = i + commitPlanArgs
-  local skey = pfx .. segSched .. id
-  local cur = redis.call('HMGET', skey, sfNext, sfInflight, sfPaused, sfHeld, sfVer, sfReleased)
-  if cur[5] == expVer and (cur[1] or '') == expNext and (cur[2] or '') == expInfl and not cur[3] and not cur[4] then
-    if cur[6] then
-      redis.call('HDEL', skey, sfReleased)
-    end
-    local hkey = pfx .. segRuns .. id
-    -- A run planned again (after a resume, or a delete and re-create)
-    -- keeps its record. If the plan makes such a run the in-flight one
-    -- and it has ended (or makes one whose key is taken, see taken),
-    -- nothing would release the schedule, and the
-    -- plan's later decisions (runs SKIPPED or held behind it) were made
-    -- for a run that is not in flight: the plan applies up to that run,
-    -- and the schedule is due again at the next time (next tick), to be
-    -- planned with nothing in flight.
-    local apply, cutNext = nRuns, nil
-    if newInfl ~= '' then
-      for r = 1, nRuns do
-        local j = i + (r - 1) * commitRunArgs
-        if ARGV[j] == newInfl then
-          local rec = redis.call('HMGET', pfx .. segRun .. newInfl, rfStatus, rfSchedule)
-          local st, sid = rec[1], rec[2]
-          if final[st] or (st and sid ~= id) or (not st and taken(newInfl)) then
-            newInfl = ''
-            if r < nRuns then
-              apply, cutNext = r, ARGV[j + commitRunArgs + 1] -- the next run's run_at
-            elseif hold == flagSet then
-              cutNext = newNext
-            end
-          end
-          break
-        end
-      end
-    end
-    local made = {commitApplied}
-    for r = 1, nRuns do
-      local key, st, err = ARGV[i], ARGV[i + 3], ARGV[i + 4]
-      local rkey = pfx .. segRun .. key
-      local mark = runKept
-      if r > apply then
-        mark = runCut
-      elseif redis.call('EXISTS', rkey) == 1 then
-        if redis.call('HGET', rkey, rfSchedule) == id then
-          -- Planned again: after a resume, or by a schedule created
-          -- again while a launcher held the deleted one's run (upsert.lua
-          -- removes the others). The run is this schedule's, in its
-          -- history and kept with it.
-          redis.call('ZADD', hkey, 'NX', ARGV[i + 1], key)
-          redis.call('PERSIST', rkey)
-          -- Enqueued before, SKIPPED by this plan (overlap_policy skip,
-          -- a run in flight): not started.
-          -- (One a launcher has taken already is left as it is.)
-          if st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
-            redis.call('HGET', tpfx .. key, 'state') ~= 'active' then
-            redis.call('HSET', rkey, rfStatus, stSkipped, rfError, err, rfUpdated, now)
-          end
-        end
-      else
-        if st == stEnqueued and taken(key) then
-          st, err = stSkipped, takenErr
-        else
-          mark = runWritten
-        end
-        local f = {rfSchedule, id, rfRunAt, ARGV[i + 1], rfFireAt, ARGV[i + 2], rfStatus, st, rfCreated, now, rfUpdated, now, rfSource, srcSchedule}
-        if err ~= '' then
-          f[#f + 1] = rfError
-          f[#f + 1] = err
-        end
-        if st == stEnqueued then
-          f[#f + 1] = rfEnqueued
-          f[#f + 1] = now
-          enqueue_task(tpfx .. key, key, ARGV[i + 5], ARGV[i + 6], nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-        end
-        redis.call('HSET', rkey, unpack(f))
-        redis.call('ZADD', hkey, ARGV[i + 1], key)
-      end
-      made[#made + 1] = mark
-      i = i + commitRunArgs
-    end
-    local inflight = cur[2] or ''
-    if newInfl ~= '' then
-      inflight = newInfl
-      redis.call('HSET', skey, sfInflight, newInfl)
-      redis.call('ZADD', KEYS[2], deadline, id)
-    end
-    -- Trim the oldest runs beyond the history kept, except the one in
-    -- flight and those ENQUEUED whose tasks wait in asynq: their launcher
-    -- must be able to record them. (STARTED runs are trimmed: an executor
-    -- that never reports would keep them for ever; so are ENQUEUED ones
-    -- whose tasks are gone, deleted or archived: no launcher comes.) A
-    -- commit removes more runs than it adds, stepping over up to trimScan
-    -- runs it keeps (when every launcher is down, all of the oldest are
-    -- kept: a commit then looks at trimScan of them, no more).
-    local n = redis.call('ZCARD', hkey)
-    if n > keep then
-      local want = math.max(trimScan, nRuns + 1)
-      local removed, kept = 0, 0
-      for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, want + trimScan) - 1)) do
-        if removed == want or kept == trimScan then
-          break
-        end
-        local rkey = pfx .. segRun .. k
-        if k ~= inflight and (redis.call('HGET', rkey, rfStatus) ~= stEnqueued or not task_live(tpfx .. k)) then
-          redis.call('DEL', rkey)
-          redis.call('ZREM', hkey, k)
-          removed = removed + 1
-        else
-          kept = kept + 1
-        end
-      end
-    end
-    if cutNext then
-      -- The run at cutNext was found due by this plan: planned again at
-      -- the next tick, it is released (rel), not judged missed anew.
-      redis.call('HSET', skey, sfNext, cutNext, sfReleased, flagSet)
-      redis.call('ZADD', KEYS[1], tonumber(now) + 1, id)
-    else
-      if newNext == '' then
-        redis.call('HDEL', skey, sfNext)
-      else
-        redis.call('HSET', skey, sfNext, newNext)
-      end
-      if hold == flagSet then
-        redis.call('HSET', skey, sfHeld, flagSet)
-        redis.call('ZADD', KEYS[1], '+inf', id)
-      else
-        redis.call('ZADD', KEYS[1], newScore, id)
-      end
-    end
-    out[#out + 1] = table.concat(made)
-  else
-    if not cur[5] then
-      redis.call('ZREM', KEYS[1], id)
-    end
-    i = i + commitRunArgs * nRuns
-    out[#out + 1] = commitStale
+
+-- choose_inflight checks the run the plan puts in flight. A run planned
+-- again (after a resume, or a delete and re-create) keeps its record. If
+-- the plan makes such a run the in-flight one and it has ended (or makes
+-- one whose key is taken), nothing would release the schedule, and the
+-- plan's later decisions (runs SKIPPED or held behind it) were made for a
+-- run that is not in flight: the plan applies up to that run, and the
+-- schedule is due again at the next time (next tick), to be planned with
+-- nothing in flight. It returns how many runs apply and, when the plan is
+-- cut short, the next time to plan from; p.newInfl is cleared if the run
+-- cannot be in flight.
+local function choose_inflight(p)
+  if p.newInfl == '' then
+    return #p.runs, nil
   end
+  for r, run in ipairs(p.runs) do
+    if run.key == p.newInfl then
+      local rec = redis.call('HMGET', pfx .. segRun .. run.key, rfStatus, rfSchedule)
+      local st, sid = rec[1], rec[2]
+      if run_is_final(st) or (st and sid ~= p.id) or (not st and taken(run.key)) then
+        p.newInfl = ''
+        if r < #p.runs then
+          return r, p.runs[r + 1].at
+        elseif p.hold then
+          return #p.runs, p.newNext
+        end
+      end
+      break
+    end
+  end
+  return #p.runs, nil
+end
+
+-- write_run writes one run of an applied plan and returns its mark.
+local function write_run(p, run, hkey)
+  local rkey = pfx .. segRun .. run.key
+  if redis.call('EXISTS', rkey) == 1 then
+    if redis.call('HGET', rkey, rfSchedule) == p.id then
+      -- Planned again: after a resume, or by a schedule created again
+      -- while a launcher held the deleted one's run (upsert.lua removes
+      -- the others). The run is this schedule's, in its history and kept
+      -- with it.
+      redis.call('ZADD', hkey, 'NX', run.at, run.key)
+      redis.call('PERSIST', rkey)
+      -- Enqueued before, SKIPPED by this plan (overlap_policy skip, a run
+      -- in flight): not started. One a launcher has taken already is
+      -- left as it is.
+      if run.st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
+        not run_launching(stEnqueued, tpfx .. run.key) then
+        run_end(rkey, stSkipped, run.err, now)
+      end
+    end
+    return runKept
+  end
+  local st, err, mark = run.st, run.err, runWritten
+  if st == stEnqueued and taken(run.key) then
+    st, err, mark = stSkipped, takenErr, runKept
+  end
+  run_create(rkey, p.id, run.at, run.fire, st, now, srcSchedule, err)
+  if st == stEnqueued then
+    enqueue_task(tpfx .. run.key, run.key, run.msg, run.processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+  end
+  redis.call('ZADD', hkey, run.at, run.key)
+  return mark
+end
+
+-- trim_history trims the oldest runs beyond the history kept, except the
+-- one in flight and those ENQUEUED whose tasks wait in asynq: their
+-- launcher must be able to record them. STARTED runs are trimmed: an
+-- executor that never reports would keep them for ever; so are ENQUEUED
+-- ones whose tasks are gone, deleted or archived: no launcher comes. A
+-- commit removes more runs than it adds (added), stepping over up to
+-- trimScan runs it keeps: when every launcher is down, all of the oldest
+-- are kept, and a commit looks at trimScan of them, no more.
+local function trim_history(hkey, inflight, added)
+  local n = redis.call('ZCARD', hkey)
+  if n <= keep then
+    return
+  end
+  local want = math.max(trimScan, added + 1)
+  local removed, kept = 0, 0
+  for _, k in ipairs(redis.call('ZRANGE', hkey, 0, math.min(n - keep, want + trimScan) - 1)) do
+    if removed == want or kept == trimScan then
+      break
+    end
+    local rkey = pfx .. segRun .. k
+    if k ~= inflight and (redis.call('HGET', rkey, rfStatus) ~= stEnqueued or not task_live(tpfx .. k)) then
+      redis.call('DEL', rkey)
+      redis.call('ZREM', hkey, k)
+      removed = removed + 1
+    else
+      kept = kept + 1
+    end
+  end
+end
+
+-- advance moves the schedule on: to cutNext, released, when the plan was
+-- cut short; else to its new next time (none: retired), held or due at
+-- its new score.
+local function advance(skey, p, cutNext)
+  if cutNext then
+    -- The run at cutNext was found due by this plan: planned again at
+    -- the next tick, it is released (rel), not judged missed anew.
+    redis.call('HSET', skey, sfNext, cutNext, sfReleased, flagSet)
+    redis.call('ZADD', due_key, tonumber(now) + 1, p.id)
+    return
+  end
+  if p.newNext == '' then
+    redis.call('HDEL', skey, sfNext)
+  else
+    redis.call('HSET', skey, sfNext, p.newNext)
+  end
+  if p.hold then
+    redis.call('HSET', skey, sfHeld, flagSet)
+    redis.call('ZADD', due_key, '+inf', p.id)
+  else
+    redis.call('ZADD', due_key, p.newScore, p.id)
+  end
+end
+
+-- commit_plan applies one plan if the schedule is as the plan expects,
+-- and returns its answer.
+local function commit_plan(p)
+  local skey = pfx .. segSched .. p.id
+  local cur = redis.call('HMGET', skey, sfNext, sfInflight, sfPaused, sfHeld, sfVer, sfReleased)
+  if cur[5] ~= p.expVer or (cur[1] or '') ~= p.expNext or (cur[2] or '') ~= p.expInfl or cur[3] or cur[4] then
+    if not cur[5] then
+      redis.call('ZREM', due_key, p.id) -- the schedule is gone
+    end
+    return commitStale
+  end
+  if cur[6] then
+    redis.call('HDEL', skey, sfReleased)
+  end
+  local hkey = pfx .. segRuns .. p.id
+  local apply, cutNext = choose_inflight(p)
+  local made = {commitApplied}
+  for r, run in ipairs(p.runs) do
+    if r > apply then
+      made[#made + 1] = runCut
+    else
+      made[#made + 1] = write_run(p, run, hkey)
+    end
+  end
+  local inflight = cur[2] or ''
+  if p.newInfl ~= '' then
+    inflight = p.newInfl
+    redis.call('HSET', skey, sfInflight, p.newInfl)
+    redis.call('ZADD', inflight_key, p.deadline, p.id)
+  end
+  trim_history(hkey, inflight, #p.runs)
+  advance(skey, p, cutNext)
+  return table.concat(made)
+end
+
+local out = {}
+local i = commitHeaderArgs + 1
+for _ = 1, tonumber(ARGV[commitHeaderArgs]) do
+  local p
+  p, i = read_plan(i)
+  out[#out + 1] = commit_plan(p)
 end
 return out

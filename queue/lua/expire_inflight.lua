@@ -18,14 +18,13 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
     local rkey = pfx .. segRun .. inflight
     local st = redis.call('HGET', rkey, rfStatus)
     if st == stEnqueued or st == stStarted then
-      redis.call('HSET', rkey, rfStatus, stFailed, rfError, ARGV[4], rfUpdated, ARGV[2])
+      run_end(rkey, stFailed, ARGV[4], ARGV[2])
       out[#out + 1] = inflight
     end
-    local att = tonumber(redis.call('HGET', rkey, rfAttempts) or '0')
-    -- Still ENQUEUED with its task active: a launcher holds it, its first
-    -- executor call in progress. It was being started, as one retried is.
-    local launching = st == stEnqueued and redis.call('HGET', ARGV[5] .. inflight, 'state') == 'active'
-    release(skey, id, KEYS[1], KEYS[2], ran(st, false, att, launching), ARGV[2])
+    -- One a launcher holds (run_launching) was being started, as one
+    -- retried is.
+    local launching = run_launching(st, ARGV[5] .. inflight)
+    release(skey, id, KEYS[1], KEYS[2], ran(st, false, run_attempts(rkey), launching), ARGV[2])
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

@@ -1,6 +1,7 @@
 -- Create a manual run and its asynq task atomically, unless the key exists
--- or a live task holds it (a schedule's run committed since the caller
--- looked), and mark the key taken for as long as the record lives.
+-- or is taken (run_record.lua's run_key_taken: a live task holds it, a
+-- schedule's run committed since the caller looked), and mark the key
+-- taken for as long as the record lives.
 -- KEYS[1] -> run hash
 -- KEYS[2] -> asynq:{<queue>}:pending
 -- KEYS[3] -> asynq:{<queue>}:scheduled
@@ -27,11 +28,10 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
   return manualExists
 end
-if task_live(ARGV[5] .. ARGV[1]) then
+if run_key_taken(KEYS[6], ARGV[5] .. ARGV[1]) then
   return manualKeyHeld
 end
-redis.call('HSET', KEYS[1], rfSchedule, '', rfRunAt, ARGV[2], rfFireAt, ARGV[2], rfStatus, stEnqueued,
-  rfCreated, ARGV[3], rfUpdated, ARGV[3], rfEnqueued, ARGV[3], rfSource, srcManual, rfRequest, ARGV[9])
+run_create(KEYS[1], '', ARGV[2], ARGV[2], stEnqueued, ARGV[3], srcManual, nil, ARGV[9])
 -- Both expire together: Redis's clock stands still while a script runs.
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[6], flagSet, 'EX', ARGV[4])

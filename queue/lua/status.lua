@@ -20,12 +20,11 @@
 --            (ENQUEUED: only if a launcher tried the executor)
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
 -- ARGV[7]); {statusChanged, new}
-local final = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
 local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
   return {statusNotFound, ''}
 end
-if final[st] or (ARGV[7] ~= '' and st ~= ARGV[7]) then
+if run_is_final(st) or (ARGV[7] ~= '' and st ~= ARGV[7]) then
   return {statusUnchanged, st}
 end
 redis.call('HSET', KEYS[1], rfStatus, ARGV[3], rfUpdated, ARGV[6])
@@ -35,14 +34,14 @@ end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], rfError, ARGV[5])
 end
-if final[ARGV[3]] then
+if run_is_final(ARGV[3]) then
   local id = redis.call('HGET', KEYS[1], rfSchedule)
   if id and id ~= '' then
     local skey = ARGV[1] .. segSched .. id
     if redis.call('HGET', skey, sfInflight) == ARGV[2] then
       local did
       if ARGV[8] == releaseAbandoned then
-        did = ran(st, false, tonumber(redis.call('HGET', KEYS[1], rfAttempts) or '0'), false)
+        did = ran(st, false, run_attempts(KEYS[1]), false)
       else
         did = ran(ARGV[3], ARGV[8] == releaseUnplanned, 0, false)
       end

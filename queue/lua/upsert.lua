@@ -95,7 +95,7 @@ if not exists then
         end
         redis.call('DEL', rkey)
       elseif r[1] == stEnqueued then
-        redis.call('HSET', rkey, rfStatus, stSkipped, rfError, 'schedule deleted before the run started', rfUpdated, ARGV[2])
+        run_end(rkey, stSkipped, 'schedule deleted before the run started', ARGV[2])
       end
     end
   end

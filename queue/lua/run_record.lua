@@ -1,0 +1,60 @@
+-- Shared by the scripts that create, end or ask about run records
+-- (loadScript puts it before them; run_key_taken and run_launching need
+-- enqueue_task.lua's task_live before it, where they are called). The
+-- fields are schema.go's.
+
+local run_final_statuses = {[stSuccess] = true, [stFailed] = true, [stSkipped] = true}
+
+-- run_is_final says whether status st is final: later reports do not
+-- change it.
+local function run_is_final(st)
+  return run_final_statuses[st] == true
+end
+
+-- run_create writes the record of a new run at rkey: schedule id sid
+-- ('' for a manual run), run_at and fire_at ms, status st, the caller's
+-- now (ms), source src, and the optional error err and request nonce req.
+-- An ENQUEUED run is enqueued now.
+local function run_create(rkey, sid, at, fire, st, now, src, err, req)
+  local f = {rfSchedule, sid, rfRunAt, at, rfFireAt, fire, rfStatus, st, rfCreated, now, rfUpdated, now, rfSource, src}
+  if err and err ~= '' then
+    f[#f + 1] = rfError
+    f[#f + 1] = err
+  end
+  if st == stEnqueued then
+    f[#f + 1] = rfEnqueued
+    f[#f + 1] = now
+  end
+  if req then
+    f[#f + 1] = rfRequest
+    f[#f + 1] = req
+  end
+  redis.call('HSET', rkey, unpack(f))
+end
+
+-- run_end records that the run at rkey ended with status st (final) and
+-- error err, at now (ms).
+local function run_end(rkey, st, err, now)
+  redis.call('HSET', rkey, rfStatus, st, rfError, err, rfUpdated, now)
+end
+
+-- run_attempts is how many executor attempts of the run at rkey failed
+-- before it started (attempt.lua counts them).
+local function run_attempts(rkey)
+  return tonumber(redis.call('HGET', rkey, rfAttempts) or '0')
+end
+
+-- run_key_taken says whether an idempotency key is taken by another run:
+-- a manual run was started with it (POST /run-launcher/start leaves the
+-- mark at mark_key for as long as its record lives), or a live asynq task
+-- (task_key) has it.
+local function run_key_taken(mark_key, task_key)
+  return redis.call('EXISTS', mark_key) == 1 or task_live(task_key) or false
+end
+
+-- run_launching says whether a run in status st is being started: still
+-- ENQUEUED, its task (task_key) active, so a launcher holds it, its first
+-- executor call in progress.
+local function run_launching(st, task_key)
+  return st == stEnqueued and redis.call('HGET', task_key, 'state') == 'active'
+end

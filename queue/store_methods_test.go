@@ -344,6 +344,50 @@ func TestCommit(t *testing.T) {
 			}
 		})
 	}
+
+	// commit.lua reads a page by its strides (commitPlanArgs,
+	// commitRunArgs): plans of different sizes, a stale one among them,
+	// each apply to their own schedule.
+	t.Run("a page of plans of different sizes", func(t *testing.T) {
+		t.Parallel()
+		b := setupMethod(t, r, 15)
+		ids := []string{"p0", "p1", "p2", "p3"}
+		hashes := map[string]map[string]string{}
+		for _, pid := range ids {
+			hashes[queue.ScheduleKey(sh, pid)] = idle
+		}
+		hashes[queue.ScheduleKey(sh, "p2")] = with(idle, queue.SfVer, "9") // stale
+		b.seed(t, redisState{hashes: hashes})
+		var plans []queue.Plan
+		for n, pid := range ids {
+			p := queue.Plan{ID: pid, ExpectNext: msStr(T), ExpectVer: "1", NewNext: T.Add(time.Hour), NewScore: float64(T.Add(time.Hour).UnixMilli())}
+			for j := range n {
+				at := T.Add(time.Duration(j) * time.Minute)
+				run := enqueued(model.IdempotencyKey(pid, at), at)
+				run.Task.ScheduleID = pid
+				p.Runs = append(p.Runs, run)
+			}
+			plans = append(plans, p)
+		}
+		got, err := b.store.Commit(context.Background(), sh, T, plans)
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true, false, true}, got)
+		for n, pid := range ids {
+			keys := b.rdb.ZRange(context.Background(), queue.HistoryKey(sh, pid), 0, -1).Val()
+			if pid == "p2" {
+				require.Empty(t, keys, pid)
+				continue
+			}
+			require.Len(t, keys, n, pid)
+			require.Equal(t, msStr(T.Add(time.Hour)), b.rdb.HGet(context.Background(), queue.ScheduleKey(sh, pid), queue.SfNext).Val(), pid)
+			for j := range n {
+				at := T.Add(time.Duration(j) * time.Minute)
+				rec := b.rdb.HGetAll(context.Background(), queue.RunKey(sh, model.IdempotencyKey(pid, at))).Val()
+				require.Equal(t, pid, rec[queue.RfSchedule])
+				require.Equal(t, msStr(at), rec[queue.RfRunAt])
+			}
+		}
+	})
 }
 
 func TestReadDue(t *testing.T) {

@@ -78,6 +78,12 @@
 // A manual run (POST /run-launcher/start) without an idempotency_key gets
 // model.ManualRunKey(workflow_id, version, scheduled_for), so repeating a trigger for the same workflow version and time starts one
 // run; the repeat answers started false with the existing run.
+// A caller-chosen idempotency_key must not be 64 lowercase hex digits,
+// the form of the keys chronos derives (model.ValidateManualKey), except
+// the very key it would derive for that workflow, version and time: a
+// schedule's keys are predictable, and a manual run under one would take
+// over that scheduled run (recorded under the caller's workflow and user,
+// the planned run recorded SKIPPED).
 //
 // # Observability
 //

@@ -204,3 +204,41 @@ func TestRunStatus(t *testing.T) {
 		requireError(t, b.do(t, http.MethodGet, "/runs/"+strings.Repeat("k", 201), nil), http.StatusBadRequest, api.CodeInvalidArgument, "idempotency_key: longer than 200 bytes")
 	})
 }
+
+// TestManualKeyCannotTakeOverAScheduledRun (issue 26 finding 4): a
+// schedule's keys are sha256(schedule_id:epoch), so anyone who can list
+// schedules can compute its next run's key. A manual run started with
+// that key, another workflow and another user, used to be recorded under
+// it, and the scheduled run was then recorded SKIPPED. Keys of that form
+// are refused, and the scheduled run goes ahead as planned.
+func TestManualKeyCannotTakeOverAScheduledRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("victim"))
+	d := ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/victim", nil)
+	require.NotNil(t, d.NextRunAt)
+	key := model.IdempotencyKey("victim", *d.NextRunAt)
+	before := b.keys(t)
+
+	for _, k := range []string{key, strings.Repeat("0", 64), model.ManualRunKey("wf-1", "7", d.NextRunAt.Add(time.Second))} {
+		body := manual("idempotency_key", k, "workflow_id", "evil", "user_id", "mallory", "scheduled_for", d.NextRunAt.Format(time.RFC3339))
+		requireError(t, b.do(t, http.MethodPost, "/run-launcher/start", body), http.StatusBadRequest, api.CodeInvalidArgument,
+			"idempotency_key: 64 lowercase hex digits is the form of the keys chronos derives")
+	}
+	require.ElementsMatch(t, before, b.keys(t), "a refused start writes nothing")
+
+	got := b.commitRun(t, "victim")
+	require.Equal(t, key, got)
+	run := ok[model.Run](t, b, http.StatusOK, http.MethodGet, "/runs/"+key, nil)
+	require.Equal(t, model.RunEnqueued, run.Status)
+	require.Equal(t, "victim", run.ScheduleID)
+
+	// Other keys stay the caller's to choose, and so does repeating the
+	// key chronos gave a manual run (upper-case hex is not a derived key).
+	res := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start", manual())
+	again := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start", manual("idempotency_key", res.Run.IdempotencyKey))
+	require.False(t, again.Started)
+	require.Equal(t, res.Run.IdempotencyKey, again.Run.IdempotencyKey)
+	upper := ok[api.ManualStartResponse](t, b, http.StatusOK, http.MethodPost, "/run-launcher/start", manual("idempotency_key", strings.ToUpper(key)))
+	require.True(t, upper.Started)
+}

@@ -30,6 +30,39 @@ func ManualRunKey(workflowID string, version Version, scheduledFor time.Time) st
 	return hex.EncodeToString(sum[:])
 }
 
+// ValidateManualKey checks the idempotency key a caller chose for a
+// manual run of workflowID at version planned for scheduledFor.
+//
+// The keys chronos derives (IdempotencyKey, ManualRunKey) are 64
+// lowercase hex digits, and a schedule's are predictable: its id can be
+// listed and its fire times computed. A caller who could choose one
+// would take over that future scheduled run: its record would hold the
+// caller's workflow and user, and the scheduler would find the key taken
+// and record the planned run SKIPPED. So a chosen key must not have that
+// form, unless it is the very key ManualRunKey gives this workflow,
+// version and time (a client that repeats the key it was given), which
+// no schedule's key can be.
+func ValidateManualKey(key, workflowID string, version Version, scheduledFor time.Time) error {
+	if isDerivedKeyForm(key) && key != ManualRunKey(workflowID, version, scheduledFor) {
+		return &FieldError{"idempotency_key", "64 lowercase hex digits is the form of the keys chronos derives " +
+			"(scheduled runs' keys): choose another key, or omit it to have one generated"}
+	}
+	return nil
+}
+
+// isDerivedKeyForm reports whether key has the form of a derived key.
+func isDerivedKeyForm(key string) bool {
+	if len(key) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range []byte(key) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // JitterOffset is a deterministic offset in [-max, +max] derived from an
 // idempotency key, so a retried tick computes the same fire time.
 //

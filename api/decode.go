@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -116,6 +118,13 @@ func (o object) str(name string) (string, error) {
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", fieldError(name, "must be a string")
+	}
+	// encoding/json turns invalid UTF-8, raw or as a lone surrogate
+	// escape ("\ud800"), into U+FFFD without an error: refused here, as
+	// in a path, rather than stored rewritten.
+	if !utf8.Valid(v) || (strings.ContainsRune(s, utf8.RuneError) && !bytes.Contains(v, []byte("\uFFFD")) &&
+		!bytes.Contains(bytes.ToLower(v), []byte(`\ufffd`))) {
+		return "", fieldError(name, "must be valid UTF-8")
 	}
 	return s, nil
 }
@@ -276,7 +285,7 @@ func optionalID(o object, name string) (string, error) {
 	return v, validateID(name, v)
 }
 
-// boundedString checks a free-form string field's length.
+// boundedString checks a free-form string field (model.ValidateText).
 func boundedString(o object, name string, required bool) (string, error) {
 	v, err := o.str(name)
 	switch {
@@ -284,8 +293,6 @@ func boundedString(o object, name string, required bool) (string, error) {
 		return "", err
 	case v == "" && required:
 		return "", fieldError(name, "is required")
-	case len(v) > model.MaxIDLen:
-		return "", fieldError(name, "longer than %d bytes", model.MaxIDLen)
 	}
-	return v, nil
+	return v, model.ValidateText(name, v)
 }

@@ -91,7 +91,7 @@ func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometh
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.guardBody)
+	e.Use(s.observe, s.guardBody, checkQuery)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

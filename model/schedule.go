@@ -170,8 +170,8 @@ func (r *ScheduleRecord) Validate() error {
 	if err := ValidateID("version", string(r.Version)); err != nil {
 		return err
 	}
-	if len(r.UserID) > MaxIDLen {
-		return &FieldError{"user_id", fmt.Sprintf("longer than %d bytes", MaxIDLen)}
+	if err := ValidateText("user_id", r.UserID); err != nil {
+		return err
 	}
 	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
 		return &FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)}
@@ -230,7 +230,10 @@ func ValidateWorkflowID(field, v string) error {
 }
 
 // ValidateID checks a required identifier: non-empty, bounded, printable,
-// no whitespace.
+// no whitespace, and nothing invisible. An id is shown in logs, URLs and
+// dashboards, where a format character (a bidi override, a zero-width
+// space, a BOM) would make two different ids look alike or reorder the
+// text around it; so those are refused too.
 func ValidateID(field, v string) error {
 	switch {
 	case v == "":
@@ -241,6 +244,32 @@ func ValidateID(field, v string) error {
 		return &FieldError{field, "must be valid UTF-8"}
 	case strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return &FieldError{field, "must not contain whitespace or control characters"}
+	}
+	return noFormatChars(field, v)
+}
+
+// ValidateText checks a free-form string of a request, such as user_id:
+// bounded, valid UTF-8, no control characters (NUL, newlines, which
+// would forge lines in logs and break executors that pass it on) and no
+// invisible format characters (see ValidateID). Spaces are allowed; ""
+// passes (the caller decides whether the field is required).
+func ValidateText(field, v string) error {
+	switch {
+	case len(v) > MaxIDLen:
+		return &FieldError{field, fmt.Sprintf("longer than %d bytes", MaxIDLen)}
+	case !utf8.ValidString(v):
+		return &FieldError{field, "must be valid UTF-8"}
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return &FieldError{field, "must not contain control characters (such as NUL or newlines)"}
+	}
+	return noFormatChars(field, v)
+}
+
+// noFormatChars refuses Unicode format characters (category Cf).
+func noFormatChars(field, v string) error {
+	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.Is(unicode.Cf, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return &FieldError{field, fmt.Sprintf("must not contain invisible format characters (bidi overrides, zero-width characters), found %U", r)}
 	}
 	return nil
 }

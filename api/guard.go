@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,4 +184,37 @@ func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		delete(l.conns, key)
 	}
+}
+
+// checkQuery refuses a query string that does not parse, naming the
+// parameter: echo's QueryParam drops a pair with a bad percent escape,
+// so "?cron_expr=%zz" used to read as "cron_expr: is required".
+func checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		raw := c.Request().URL.RawQuery
+		for raw != "" {
+			var pair string
+			pair, raw, _ = strings.Cut(raw, "&")
+			if strings.Contains(pair, ";") {
+				return fieldError("query", "%q: separate parameters with '&', not ';'", cut(pair, 100))
+			}
+			k, v, _ := strings.Cut(pair, "=")
+			name, err := url.QueryUnescape(k)
+			if err != nil {
+				return fieldError("query", "invalid percent escape in parameter name %q", cut(k, 100))
+			}
+			if _, err := url.QueryUnescape(v); err != nil {
+				return fieldError(name, "invalid percent escape in %q (write a literal %% as %%25)", cut(v, 100))
+			}
+		}
+		return next(c)
+	}
+}
+
+// cut shortens s to at most n bytes for a message.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -93,6 +93,8 @@ func (s *server) startManualRun(c echo.Context) error {
 	}
 	if key == "" {
 		key = model.ManualRunKey(wf, ver, *at)
+	} else if err := model.ValidateManualKey(key, wf, ver, *at); err != nil {
+		return err // a schedule's future run's key: taking it would take over that run
 	}
 	run, started, err := s.store.StartManualRun(c.Request().Context(), queue.ManualRun{
 		WorkflowID: wf, Version: string(ver), UserID: user, ScheduledFor: *at, IdempotencyKey: key,

@@ -39,22 +39,55 @@ var posixNames = map[string]bool{
 	"sun": true, "mon": true, "tue": true, "wed": true, "thu": true, "fri": true, "sat": true,
 }
 
+// PosixError is a posix expression that breaks the grammar. Field is the
+// field at fault ("minute" … "day-of-week"), or "expression" when the
+// expression as a whole is wrong (a macro, the number of fields).
+type PosixError struct {
+	Expr   string
+	Field  string
+	Value  string // the field's text, empty when Field is "expression"
+	Reason string
+}
+
+// Error returns `Invalid cron expression "<expr>": <field> field <reason>`
+// for a field, or `Invalid cron expression "<expr>": <reason>` otherwise.
+func (e *PosixError) Error() string {
+	if e.Field == "expression" {
+		return fmt.Sprintf("Invalid cron expression %q: %s", e.Expr, e.Reason)
+	}
+	return fmt.Sprintf("Invalid cron expression %q: %s field %s", e.Expr, e.Field, e.Reason)
+}
+
+// ParsePosix parses expr in the posix dialect and evaluates it in loc,
+// which may be time.Local (ParseCron takes IANA names only). Grammar errors
+// are a *PosixError; an expression no date satisfies is another error.
+func ParsePosix(expr string, loc *time.Location) (*CronSchedule, error) {
+	if len(expr) > MaxCronLen {
+		return nil, &PosixError{Expr: expr, Field: "expression", Reason: fmt.Sprintf("is longer than %d bytes", MaxCronLen)}
+	}
+	return parsePosix(expr, loc)
+}
+
+// isPosixSpace reports whether c separates posix fields: the grammar's SP
+// is a space or a tab, nothing else (no newline, no Unicode spaces).
+func isPosixSpace(c rune) bool { return c == ' ' || c == '\t' }
+
 // parsePosix parses expr in the posix dialect.
 func parsePosix(expr string, loc *time.Location) (*CronSchedule, error) {
-	s := strings.TrimSpace(expr)
+	s := strings.TrimFunc(expr, isPosixSpace)
 	if strings.HasPrefix(s, "@") {
-		return nil, fmt.Errorf("Invalid cron expression %q: macros (%q) are not supported", expr, s)
+		return nil, &PosixError{Expr: expr, Field: "expression", Reason: fmt.Sprintf("macros (%q) are not supported", s)}
 	}
-	fields := strings.Fields(s)
+	fields := strings.FieldsFunc(s, isPosixSpace)
 	if len(fields) != len(posixFields) {
-		return nil, fmt.Errorf("Invalid cron expression %q: expected 5 fields, got %d", expr, len(fields))
+		return nil, &PosixError{Expr: expr, Field: "expression", Reason: fmt.Sprintf("expected 5 fields, got %d", len(fields))}
 	}
 	var set [5]uint64
 	var star [5]bool
 	for i, f := range fields {
 		b, st, reason := parsePosixField(f, posixFields[i])
 		if reason != "" {
-			return nil, fmt.Errorf("Invalid cron expression %q: %s field %s", expr, posixFields[i].name, reason)
+			return nil, &PosixError{Expr: expr, Field: posixFields[i].name, Value: f, Reason: reason}
 		}
 		set[i], star[i] = b, st
 	}

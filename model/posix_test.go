@@ -60,6 +60,11 @@ func TestParsePosixRejects(t *testing.T) {
 		{"* * * *", `Invalid cron expression "* * * *": expected 5 fields, got 4`},
 		{"0 * * * * *", `Invalid cron expression "0 * * * * *": expected 5 fields, got 6`},
 		{"TZ=UTC 0 * * * *", `Invalid cron expression "TZ=UTC 0 * * * *": expected 5 fields, got 6`},
+		// Only spaces and tabs separate fields (the grammar's SP).
+		{"0 0\n* * *", `Invalid cron expression "0 0\n* * *": expected 5 fields, got 4`},
+		{"0 0 * *\v*", `Invalid cron expression "0 0 * *\v*": expected 5 fields, got 4`},
+		{"0\u00a00 * * *", `Invalid cron expression "0\u00a00 * * *": expected 5 fields, got 4`},
+		{"0 0 * * *\n", `Invalid cron expression "0 0 * * *\n": day-of-week field has invalid value "*\n" (want a decimal number)`},
 		// Valid syntax, no date.
 		{"0 0 31 4 *", `cron "0 0 31 4 *" yields no future time`},
 	}
@@ -124,4 +129,20 @@ func TestParsePosixMatchesStandard(t *testing.T) {
 		pc.dialect = DialectStandard
 		require.Equal(t, sc, pc, "seed %d case %d: %q", *oracleSeed, i, expr)
 	}
+}
+
+// TestParsePosixSeparators accepts any run of spaces and tabs between and
+// around fields, and reports a grammar error as a *PosixError naming the
+// field.
+func TestParsePosixSeparators(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{"0 0 * * *", "\t0\t\t0 *  * *\t ", "  0 0 * * * "} {
+		s, err := ParsePosix(expr, time.UTC)
+		require.NoError(t, err, expr)
+		require.Equal(t, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), s.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	}
+	_, err := ParsePosix("0 25 * * *", time.UTC)
+	var pe *PosixError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, PosixError{Expr: "0 25 * * *", Field: "hour", Value: "25", Reason: "value 25 is out of range 0-23"}, *pe)
 }

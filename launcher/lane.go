@@ -127,7 +127,7 @@ func (ln *lane) start(ctx context.Context) {
 // stop stops taking tasks and waits up to the shutdown timeout for the
 // runs in progress; then it cuts them short, and their tasks go back to
 // the queue.
-func (ln *lane) stop() {
+func (ln *lane) stop(ctx context.Context) {
 	if ln.stopTaking == nil {
 		return
 	}
@@ -138,6 +138,9 @@ func (ln *lane) stop() {
 	select {
 	case <-done:
 	case <-time.After(ln.l.cfg.ShutdownTimeout):
+		ln.cancelRun()
+		<-done
+	case <-ctx.Done():
 		ln.cancelRun()
 		<-done
 	}
@@ -254,8 +257,9 @@ func (ln *lane) run(t *taken) {
 	ln.finish(t, end, retryAt, msg)
 }
 
-// attempt is what asynq's server would call the handler for; a panic is
-// the attempt's error, as asynq's server makes it.
+// attempt is what asynq's server would call the handler for (launch),
+// freeing the run's slot once the executor has answered; a panic is the
+// attempt's error, as asynq's server makes it.
 func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err error) {
 	l := ln.l
 	defer func() {
@@ -271,7 +275,14 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 	case t.err != nil:
 		return t.err
 	}
-	return l.launch(ctx, attempt{p: t.payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.state, executed: executed})
+	a := attempt{p: t.payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.state}
+	req, err := l.prepare(ctx, a)
+	if req == nil {
+		return err
+	}
+	res, err := l.cfg.Executor.Execute(ctx, *req)
+	executed()
+	return l.recordOutcome(ctx, a, res, err)
 }
 
 // finish records how the task ended, retrying while its lease holds; if

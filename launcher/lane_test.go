@@ -151,7 +151,7 @@ func runBacklog(t *testing.T, n, concurrency int, ex Executor) {
 	l, err := New(store, &Config{Executor: ex, Concurrency: concurrency, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	require.Eventually(t, func() bool {
 		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)

@@ -83,23 +83,40 @@ type Launcher struct {
 	loops     sync.WaitGroup
 }
 
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c *Config) WithDefaults() Config {
+	var v Config
+	if c != nil {
+		v = *c
+	}
+	v.Concurrency = cmp.Or(v.Concurrency, ConcurrencyDefault)
+	v.PollInterval = cmp.Or(v.PollInterval, PollIntervalDefault)
+	v.ForwardInterval = cmp.Or(v.ForwardInterval, ForwardIntervalDefault)
+	v.ShutdownTimeout = cmp.Or(v.ShutdownTimeout, ShutdownTimeoutDefault)
+	v.ArchiveSweepInterval = cmp.Or(v.ArchiveSweepInterval, ArchiveSweepIntervalDefault)
+	v.LaunchGrace = cmp.Or(v.LaunchGrace, LaunchGraceDefault)
+	return v
+}
+
+// validate names the first field of c (after defaults) that is wrong.
+func (c Config) validate() error {
+	switch {
+	case c.Executor == nil:
+		return errors.New("launcher: Config.Executor is required")
+	case c.Concurrency < 1:
+		return fmt.Errorf("launcher: Config.Concurrency must be at least 1, got %d", c.Concurrency)
+	case c.PollInterval < 0, c.ForwardInterval < 0, c.ShutdownTimeout < 0, c.ArchiveSweepInterval < 0, c.LaunchGrace < 0:
+		return fmt.Errorf("launcher: Config.PollInterval, ForwardInterval, ShutdownTimeout, ArchiveSweepInterval and LaunchGrace must not be negative, got %s, %s, %s, %s and %s",
+			c.PollInterval, c.ForwardInterval, c.ShutdownTimeout, c.ArchiveSweepInterval, c.LaunchGrace)
+	}
+	return nil
+}
+
 // New returns a launcher; logger and reg may be nil.
 func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*Launcher, error) {
-	var c Config
-	if cfg != nil {
-		c = *cfg
-	}
-	if c.Executor == nil {
-		return nil, errors.New("launcher: an Executor is required (EXECUTOR=log or EXECUTOR=http with EXECUTOR_URL)")
-	}
-	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
-	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
-	c.ForwardInterval = cmp.Or(c.ForwardInterval, ForwardIntervalDefault)
-	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
-	c.ArchiveSweepInterval = cmp.Or(c.ArchiveSweepInterval, ArchiveSweepIntervalDefault)
-	c.LaunchGrace = cmp.Or(c.LaunchGrace, LaunchGraceDefault)
-	if c.Concurrency < 1 {
-		return nil, fmt.Errorf("LAUNCHER_CONCURRENCY must be at least 1, got %d", c.Concurrency)
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -155,17 +172,20 @@ func (l *Launcher) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops taking tasks and waits up to the shutdown timeout for runs in
-// progress; unfinished ones go back to the queue.
-func (l *Launcher) Stop() {
+// Stop stops taking tasks and waits for the runs in progress, up to
+// Config.ShutdownTimeout or until ctx ends; the runs still in progress
+// then are cut short and go back to the queue. It returns ctx's error if
+// ctx ended first.
+func (l *Launcher) Stop(ctx context.Context) error {
 	if l.stopLoops != nil {
 		l.stopLoops()
 		l.loops.Wait()
 		var lane sync.WaitGroup
-		lane.Go(l.lane.stop)
+		lane.Go(func() { l.lane.stop(ctx) })
 		defer lane.Wait()
 	}
 	l.srv.Shutdown()
+	return ctx.Err()
 }
 
 // handle carries out a run task asynq's server gives this launcher.
@@ -181,33 +201,46 @@ func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 // attempt is one try at starting a run: its task's payload, asynq's
-// counts of the task's attempts, the run's launch state when it was read
-// with the task (else launch reads it), and what to call when the
-// executor has answered (the lane frees the run's slot).
+// counts of the task's attempts, and the run's launch state when it was
+// read with the task (else prepare reads it).
 type attempt struct {
 	p                 *queue.TaskPayload
 	retried, maxRetry int
 	state             *queue.LaunchState
-	executed          func()
 }
 
-// launch carries out one attempt of a run task. Its error means what a
-// handler's error means to asynq: retry the task (archive it with
-// asynq.SkipRetry or when its retries are spent).
+// launch carries out one attempt of a run task: prepare, the executor
+// call, then recordOutcome. Its error means what a handler's error means
+// to asynq: retry the task (archive it with asynq.SkipRetry or when its
+// retries are spent).
 func (l *Launcher) launch(ctx context.Context, a attempt) error {
+	req, err := l.prepare(ctx, a)
+	if req == nil {
+		return err
+	}
+	res, err := l.cfg.Executor.Execute(ctx, *req)
+	return l.recordOutcome(ctx, a, res, err)
+}
+
+// prepare is an attempt's half before the executor: it waits for the
+// run's fire time, reads the run's state, and judges whether the run
+// starts (still planned, not missed at launch, its workflow known). It
+// returns the executor's request, or nil and the attempt's error (nil
+// when there is nothing to start).
+func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 	p, st := a.p, a.state
 	if p.FireAt.After(l.store.Clock().Now()) {
 		st = nil // read after the wait: the run's schedule may change meanwhile
 	}
 	if err := l.waitForFireTime(ctx, p); err != nil {
-		return err
+		return nil, err
 	}
 	started := l.store.Clock().Now()
 
 	if st == nil {
 		var err error
 		if st, err = l.store.LoadLaunch(ctx, p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if st.Status == "" {
@@ -216,14 +249,14 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 		// while no launcher ran), or it expired: nothing to start it for.
 		l.logger.WarnContext(ctx, "run record gone (trimmed or expired); not starting the run",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
-		return nil
+		return nil, nil
 	}
 	if st.Status.Terminal() || st.Status == model.RunStarted {
 		// STARTED: the executor has it (it reported so itself, or this
 		// task is delivered again after a launcher reported it).
 		l.logger.InfoContext(ctx, "run already launched; not starting it again",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "status", st.Status)
-		return nil
+		return nil, nil
 	}
 	// A retry after an executor error is late by its backoff, not
 	// missed: it is judged from when the retry was due (asynq's retry
@@ -236,32 +269,8 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 
 	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
 	if p.Source == model.SourceSchedule {
-		sched, reason := stillPlanned(st.Schedule, p)
-		late := false
-		if reason == "" {
-			reason = missedAtLaunch(st.Schedule, sched, p, due, started, l.cfg.LaunchGrace)
-			late = reason != ""
-		}
-		if reason != "" {
-			l.logger.InfoContext(ctx, "run skipped",
-				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-			// A run held behind one no longer planned waited for it, and
-			// starts however late; unless this one had waited past
-			// LAUNCH_GRACE itself with no launcher trying it: then the
-			// held run was missed too, and its catch-up policy applies
-			// (release.lua's ran(), as for RUN_TIMEOUT).
-			rule := queue.ReleaseByStatus
-			if !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace) {
-				rule = queue.ReleaseUnplanned
-			}
-			applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Release: rule})
-			if err != nil {
-				return err
-			}
-			if late && applied {
-				l.metrics.skippedLate.Inc()
-			}
-			return nil
+		if skip, err := l.skipUnstartable(ctx, p, st, due, started, firstAttempt); skip || err != nil {
+			return nil, err
 		}
 		// A run enqueued ahead carries the workflow version its schedule
 		// named then; an upsert since then that points the schedule at
@@ -272,24 +281,61 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 			if dag, err = l.store.GetWorkflow(ctx, target.workflowID, target.version); errors.Is(err, queue.ErrNotFound) {
 				dag = nil
 			} else if err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	if dag == nil {
-		return l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
+		return nil, l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
 			target.workflowID, target.version, target.workflowID, target.version))
 	}
 	if firstAttempt && a.retried == 0 {
 		l.metrics.startDelay.Observe(max(started.Sub(due), 0).Seconds())
 	}
-	res, err := l.cfg.Executor.Execute(ctx, Request{DAG: dag, Meta: Meta{
+	return &Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
-	}})
-	if a.executed != nil {
-		a.executed()
+	}}, nil
+}
+
+// skipUnstartable records SKIPPED a scheduled run that must not start:
+// its schedule no longer plans it, or it was missed at launch
+// (missedAtLaunch). It says whether it skipped the run.
+func (l *Launcher) skipUnstartable(ctx context.Context, p *queue.TaskPayload, st *queue.LaunchState, due, started time.Time, firstAttempt bool) (bool, error) {
+	sched, reason := stillPlanned(st.Schedule, p)
+	late := false
+	if reason == "" {
+		reason = missedAtLaunch(st.Schedule, sched, p, due, started, l.cfg.LaunchGrace)
+		late = reason != ""
 	}
+	if reason == "" {
+		return false, nil
+	}
+	l.logger.InfoContext(ctx, "run skipped",
+		"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
+	// A run held behind one no longer planned waited for it, and starts
+	// however late; unless this one had waited past LAUNCH_GRACE itself
+	// with no launcher trying it: then the held run was missed too, and
+	// its catch-up policy applies (model.EndedRun, as for RUN_TIMEOUT).
+	release := queue.ReleaseByStatus
+	if !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace) {
+		release = queue.ReleaseUnplanned
+	}
+	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Release: release})
+	if err != nil {
+		return true, err
+	}
+	if late && applied {
+		l.metrics.skippedLate.Inc()
+	}
+	return true, nil
+}
+
+// recordOutcome is an attempt's half after the executor: it records what
+// the executor answered (res, or its error err), or leaves the task to
+// asynq's retry.
+func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err error) error {
+	p := a.p
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The launcher is stopping (asynq puts the task back in the

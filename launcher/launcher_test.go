@@ -47,7 +47,7 @@ func setup(t *testing.T, ex Executor, qcfg *queue.Config) *testBundle {
 	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(context.Background()))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	return &testBundle{rdb: rdb, store: store, clock: clock, launcher: l}
 }
 
@@ -278,7 +278,7 @@ func TestShutdownDuringAnExecutorCallRequeuesTheRun(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the executor was never called")
 	}
-	b.launcher.Stop() // SIGTERM; ShutdownTimeout is 1 s
+	require.NoError(t, b.launcher.Stop(context.Background())) // SIGTERM; ShutdownTimeout is 1 s
 	r, _, err := b.store.GetRun(ctx, "key-stop")
 	require.NoError(t, err)
 	require.Equal(t, model.RunEnqueued, r.Status, "error: %s", r.Error)
@@ -287,7 +287,7 @@ func TestShutdownDuringAnExecutorCallRequeuesTheRun(t *testing.T) {
 	next, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, next.Start(ctx))
-	t.Cleanup(next.Stop)
+	stopAtCleanup(t, next)
 	b.waitStatus(t, "key-stop", model.RunSuccess)
 }
 
@@ -311,7 +311,7 @@ func setupLaunchersDown(t *testing.T, ex Executor) (*testBundle, *scheduler.Sche
 	require.NoError(t, b.store.PutWorkflow(context.Background(), "wf", "1", []byte(`{}`)))
 	sched, err := scheduler.New(b.store, nil, nil, nil)
 	require.NoError(t, err)
-	b.launcher.Stop()
+	require.NoError(t, b.launcher.Stop(context.Background()))
 	return b, sched
 }
 
@@ -362,7 +362,7 @@ func TestSkipsRunsNoLongerPlanned(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 
 	at := b.clock.Now()
 	b.waitStatus(t, model.IdempotencyKey(keep.ID, at), model.RunSuccess)
@@ -423,7 +423,7 @@ func TestRunsLateFromALauncherOutageFollowTheCatchupPolicy(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx)) // at 00:52: 00:50 is 2 minutes late, 00:10 42
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 
 	S, K := model.RunSuccess, model.RunSkipped
 	want := map[string][]model.RunStatus{
@@ -474,7 +474,7 @@ func TestLaunchGraceCountsFromALateEnqueue(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: 5 * time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b.waitStatus(t, model.IdempotencyKey("s", b.clock.Now().Truncate(time.Hour)), model.RunSuccess)
 	require.Zero(t, testutil.ToFloat64(l.metrics.skippedLate))
 }
@@ -505,7 +505,7 @@ func TestOnlyExecutorRetriesEscapeLaunchGrace(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 
 	b.waitStatus(t, model.IdempotencyKey("executor-error", at), model.RunSuccess)
 	inspector := asynq.NewInspectorFromRedisClient(b.rdb)
@@ -542,13 +542,13 @@ func TestRetryLateAfterItsBackoffIsMissed(t *testing.T) {
 		st, err := b.store.LoadLaunch(ctx, &queue.TaskPayload{IdempotencyKey: key, ScheduleID: "s", WorkflowID: "wf", Version: "1"})
 		return err == nil && st.FailedAttempts == 1
 	}, 20*time.Second, 5*time.Millisecond)
-	l.Stop()
+	require.NoError(t, l.Stop(context.Background()))
 
 	b.clock.Advance(time.Hour)
 	l, err = New(b.store, cfg, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	run := b.waitStatus(t, key, model.RunSkipped)
 	require.Contains(t, run.Error, "more than LAUNCH_GRACE 1m0s")
 	require.Equal(t, int32(1), ex.calls.Load())
@@ -594,7 +594,7 @@ func requireNoEarlyStarts(t *testing.T, store *queue.Store, now func() time.Time
 	require.NoError(t, err)
 	require.NoError(t, l.Start(context.Background()))
 	time.Sleep(5 * time.Second)
-	l.Stop()
+	require.NoError(t, l.Stop(context.Background()))
 	mu.Lock()
 	defer mu.Unlock()
 	require.Positive(t, calls)
@@ -657,7 +657,7 @@ func TestARunStartedEarlyFromTheDashboardStarts(t *testing.T) {
 	l, err := New(store, &Config{Executor: &recordingExecutor{res: Result{Status: model.RunSuccess}}, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b := &testBundle{store: store}
 	b.waitStatus(t, "booked", model.RunSuccess)
 }
@@ -719,7 +719,7 @@ func TestArchivedTasksFailTheirRuns(t *testing.T) {
 	}
 
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b := &testBundle{rdb: rdb, store: store, clock: clock, launcher: l}
 	run := b.waitStatus(t, "enqueued", model.RunFailed)
 	require.Contains(t, run.Error, "launch abandoned: asynq archived its task")
@@ -800,13 +800,13 @@ func TestALaunchedRunIsNeverOverwrittenByItsLauncher(t *testing.T) {
 		t.Parallel()
 		for _, st := range []model.RunStatus{model.RunStarted, model.RunSuccess} {
 			b := setup(t, &recordingExecutor{}, &queue.Config{TaskMaxRetry: queue.NoRetry})
-			b.launcher.Stop()
+			require.NoError(t, b.launcher.Stop(context.Background()))
 			ex := &reportsThenErrs{store: b.store, status: st}
 			l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 			require.NoError(t, err)
 			b.manual(t, "key", true)
 			require.NoError(t, l.Start(ctx))
-			t.Cleanup(l.Stop)
+			stopAtCleanup(t, l)
 			require.Eventually(t, func() bool {
 				info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key")
 				return err == nil && info.State == asynq.TaskStateArchived
@@ -833,7 +833,7 @@ func TestALaunchedRunIsNeverOverwrittenByItsLauncher(t *testing.T) {
 		l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 		require.NoError(t, err)
 		require.NoError(t, l.Start(ctx))
-		t.Cleanup(l.Stop)
+		stopAtCleanup(t, l)
 		require.Eventually(t, func() bool { // the retry comes after a 2 s backoff
 			info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, key)
 			return err == nil && info.State == asynq.TaskStateCompleted
@@ -929,7 +929,7 @@ func TestStartDelayObservesOnlyStartedRuns(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b.waitStatus(t, model.IdempotencyKey("late", at), model.RunSkipped)
 	b.waitStatus(t, model.IdempotencyKey("paused", at), model.RunSkipped)
 	requireCount(t, l.metrics.skippedLate, 1.0)
@@ -957,12 +957,12 @@ func (e endsBeforeAnswering) Execute(ctx context.Context, r Request) (Result, er
 func TestLaunchedCountsRunsThatEndedBeforeTheAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &recordingExecutor{}, nil)
-	b.launcher.Stop()
+	require.NoError(t, b.launcher.Stop(context.Background()))
 	l, err := New(b.store, &Config{Executor: endsBeforeAnswering{b.store}, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	b.manual(t, "quick", true)
 	require.NoError(t, l.Start(context.Background()))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b.waitStatus(t, "quick", model.RunSuccess)
 	require.Eventually(t, func() bool {
 		info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "quick")
@@ -1090,7 +1090,7 @@ func TestALostStatusWriteAfterTheExecutorAcceptedIsRetried(t *testing.T) {
 	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(context.Background()))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 
 	run := b.waitStatus(t, "lost-write", model.RunStarted)
 	require.Equal(t, "wf-run", run.RunID)
@@ -1113,7 +1113,7 @@ func TestATimedOutRunTrimmedFromHistoryIsNotExecuted(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	latest := model.IdempotencyKey("skip", start.Add(2*time.Hour+time.Minute))
 	b.waitStatus(t, latest, model.RunSuccess)
 	time.Sleep(time.Second)
@@ -1156,7 +1156,7 @@ func TestManualRunWithAScheduledRunsKeyLeavesNoOrphanRecord(t *testing.T) {
 			l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 			require.NoError(t, err)
 			require.NoError(t, l.Start(ctx))
-			t.Cleanup(l.Stop)
+			stopAtCleanup(t, l)
 			manual := b.waitStatus(t, key, model.RunSuccess) // GET /runs/:key: the manual run, which ran
 			require.Equal(t, model.SourceManual, manual.Source)
 			run, err := b.store.GetScheduleRun(ctx, id, key)
@@ -1258,7 +1258,7 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	require.Eventually(t, func() bool {
 		r, err := store.GetScheduleRun(ctx, id, key)
 		return err == nil && r.Status == model.RunSuccess

@@ -70,7 +70,7 @@ func TestARunHeldBehindARunSkippedAsChangedStartsAtOnce(t *testing.T) {
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	skipped := b.waitStatus(t, model.IdempotencyKey(id, first), model.RunSkipped)
 	require.Contains(t, skipped.Error, "schedule changed")
 
@@ -107,7 +107,7 @@ func TestAHeldRunBehindALateRunSkippedAsChangedFollowsTheCatchupPolicy(t *testin
 	l, err := New(b.store, &Config{Executor: ex, ShutdownTimeout: time.Second, LaunchGrace: time.Minute}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
-	t.Cleanup(l.Stop)
+	stopAtCleanup(t, l)
 	b.waitStatus(t, model.IdempotencyKey("q", t0.Add(10*time.Minute)), model.RunSkipped)
 	b.tick(t, sched)
 	_, err = b.store.GetScheduleRun(ctx, "q", model.IdempotencyKey("q", t0.Add(25*time.Minute)))

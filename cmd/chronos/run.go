@@ -200,7 +200,12 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 		if err := launch.Start(ctx); err != nil {
 			return err
 		}
-		defer launch.Stop()
+		// Its own budget is SHUTDOWN_TIMEOUT (launcher.Config).
+		defer func() {
+			if err := launch.Stop(context.Background()); err != nil {
+				logger.Warn("launcher stop", "err", err)
+			}
+		}()
 	}
 	if sched != nil {
 		if err := sched.Start(ctx); err != nil {

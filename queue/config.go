@@ -71,16 +71,23 @@ func (c *Config) WithDefaults() Config {
 	return v
 }
 
+// validate names the first field of c (after defaults) that is wrong.
 func (c Config) validate() error {
 	switch {
 	case c.Shards < 1 || c.Shards > ShardsMax:
-		return fmt.Errorf("SHARDS must be between 1 and %d, got %d", ShardsMax, c.Shards)
+		return fmt.Errorf("queue: Config.Shards must be between 1 and %d, got %d", ShardsMax, c.Shards)
 	case c.Lookahead < 0:
-		return fmt.Errorf("LOOKAHEAD_MS must not be negative")
+		return fmt.Errorf("queue: Config.Lookahead must not be negative, got %s", c.Lookahead)
 	case c.RunHistory < 1:
-		return fmt.Errorf("RUN_HISTORY must be at least 1")
+		return fmt.Errorf("queue: Config.RunHistory must be at least 1, got %d", c.RunHistory)
+	case c.RunRetention < 0:
+		return fmt.Errorf("queue: Config.RunRetention must not be negative, got %s", c.RunRetention)
 	case c.TaskRetention < time.Minute:
-		return fmt.Errorf("TASK_RETENTION must be at least 1m: it is the horizon of duplicate-enqueue protection")
+		return fmt.Errorf("queue: Config.TaskRetention must be at least 1m: it is the horizon of duplicate-enqueue protection, got %s", c.TaskRetention)
+	case c.TaskMaxRetry < NoRetry:
+		return fmt.Errorf("queue: Config.TaskMaxRetry must be NoRetry (-1) or more, got %d", c.TaskMaxRetry)
+	case c.TaskTimeout < 0:
+		return fmt.Errorf("queue: Config.TaskTimeout must not be negative, got %s", c.TaskTimeout)
 	}
 	return nil
 }

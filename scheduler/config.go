@@ -72,24 +72,27 @@ func (c *Config) WithDefaults() Config {
 	return v
 }
 
+// validate names the first field of c (after defaults) that is wrong.
 func (c Config) validate() error {
 	switch {
 	case c.TickInterval < 10*time.Millisecond:
-		return fmt.Errorf("TICK_MS must be at least 10, got %d", c.TickInterval.Milliseconds())
+		return fmt.Errorf("scheduler: Config.TickInterval must be at least 10ms, got %s", c.TickInterval)
 	case c.MaxCatchupPerTick <= c.firesPerTick():
 		// A schedule firing every second must make up a backlog faster
 		// than it grows, or it never catches up.
-		return fmt.Errorf("MAX_CATCHUP_PER_TICK (%d) must exceed %d, twice the runs a schedule firing every second makes per tick at TICK_MS %d, or a catch-up never finishes",
-			c.MaxCatchupPerTick, c.firesPerTick(), c.TickInterval.Milliseconds())
+		return fmt.Errorf("scheduler: Config.MaxCatchupPerTick (%d) must exceed %d, twice the runs a schedule firing every second makes per tick at Config.TickInterval %s, or a catch-up never finishes",
+			c.MaxCatchupPerTick, c.firesPerTick(), c.TickInterval)
 	case c.LeaseTTL < time.Second:
-		return fmt.Errorf("LEASE_TTL must be at least 1s, got %s", c.LeaseTTL)
+		return fmt.Errorf("scheduler: Config.LeaseTTL must be at least 1s, got %s", c.LeaseTTL)
 	case c.PageSize < 1 || c.PageSize > 10000:
-		return fmt.Errorf("page size must be between 1 and 10000, got %d", c.PageSize)
+		return fmt.Errorf("scheduler: Config.PageSize must be between 1 and 10000, got %d", c.PageSize)
+	case c.RunTimeout < 0, c.SpreadWindow < 0:
+		return fmt.Errorf("scheduler: Config.RunTimeout and Config.SpreadWindow must not be negative, got %s and %s", c.RunTimeout, c.SpreadWindow)
 	case c.MisfireGrace <= c.takeover():
-		return fmt.Errorf("MISFIRE_GRACE_MS (%d) must exceed the time other replicas may take to "+
-			"take over a dead replica's shards (LEASE_TTL + LEASE_TTL/3 + TICK_MS = %d ms), or runs due "+
-			"meanwhile would count as missed and follow the catch-up policy: raise MISFIRE_GRACE_MS or lower LEASE_TTL",
-			c.MisfireGrace.Milliseconds(), c.takeover().Milliseconds())
+		return fmt.Errorf("scheduler: Config.MisfireGrace (%s) must exceed the time other replicas may take to "+
+			"take over a dead replica's shards (Config.LeaseTTL + Config.LeaseTTL/3 + Config.TickInterval = %s), or runs due "+
+			"meanwhile would count as missed and follow the catch-up policy: raise Config.MisfireGrace or lower Config.LeaseTTL",
+			c.MisfireGrace, c.takeover())
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("scheduler: Config.MisfireGrace (%s) must exceed the time other replicas may take to "+
 			"take over a dead replica's shards (Config.LeaseTTL + Config.LeaseTTL/3 + Config.TickInterval = %s), or runs due "+
 			"meanwhile would count as missed and follow the catch-up policy: raise Config.MisfireGrace or lower Config.LeaseTTL",
-			c.MisfireGrace, c.takeover())
+			c.MisfireGrace, c.takeover().Round(time.Millisecond))
 	}
 	return nil
 }

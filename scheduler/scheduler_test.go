@@ -473,7 +473,7 @@ func TestMisfireGraceMustCoverTakeover(t *testing.T) {
 	b := setup(t, nil, nil)
 	_, err := New(b.store, &Config{MisfireGrace: 5 * time.Second}, nil, nil)
 	require.ErrorContains(t, err, "Config.MisfireGrace (5s) must exceed")
-	require.ErrorContains(t, err, "= 7666 ms")
+	require.ErrorContains(t, err, "= 7.667s")
 	_, err = New(b.store, &Config{MisfireGrace: 5 * time.Second, LeaseTTL: 2 * time.Second}, nil, nil)
 	require.NoError(t, err)
 }

@@ -67,7 +67,7 @@ func encodeDef(r *model.ScheduleRecord) []string {
 }
 
 // defString is a canonical string of a stored definition: equal strings,
-// equal definitions. The scheduler caches compiled schedules by it.
+// equal definitions. defCache keeps compiled schedules by it.
 func defString(h map[string]string) string {
 	var b strings.Builder
 	for _, f := range defFields {
@@ -77,8 +77,8 @@ func defString(h map[string]string) string {
 	return b.String()
 }
 
-// DecodeDef builds the record of schedule id from its hash fields.
-func DecodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
+// decodeDef builds the record of schedule id from its hash fields.
+func decodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 	var bad string
 	num := func(f string) int64 {
 		if h[f] == "" {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,22 +14,21 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// DueSchedule is a schedule whose act time has come, with the state its
-// plan is computed from.
+// DueSchedule is a schedule whose act time has come, decoded, with the
+// state its plan is computed from.
 type DueSchedule struct {
 	ID string
-	// Hash is the schedule's hash (definition and state); nil when the
-	// schedule vanished. Def is its definition in canonical form, a key
-	// for caching what is derived from it.
-	Hash map[string]string
-	Def  string
+	// Schedule is the schedule's definition and Compiled its compiled
+	// form; both nil when the schedule vanished, or when Err. Schedules
+	// with equal definitions share them (see defCache), so Schedule has
+	// no ID, NextRunAt or Paused, and neither may be changed.
+	Schedule *model.ScheduleRecord
+	Compiled model.Schedule
 	// Next is the next planned fire time not yet emitted; zero if none.
 	Next time.Time
-	// NextRaw, Inflight and Ver (the definition's version) are compared
-	// by Commit.
-	NextRaw  string
+	// Inflight is the idempotency key of the schedule's run in flight; ""
+	// when none is.
 	Inflight string
-	Ver      string
 	// Released marks a "queue" schedule whose in-flight run has ended: its
 	// Next waited for that run, so it is due now, not missed.
 	Released bool
@@ -38,17 +38,27 @@ type DueSchedule struct {
 	// before it: jitter cannot make a run missed that the schedule could
 	// never have fired.
 	ResumedAt time.Time
-	// Err says why the schedule's state cannot be planned from (a
-	// corrupt next time); the scheduler retires it rather than failing
-	// its whole shard's tick on every tick.
+	// Err says why the schedule cannot be planned from (a corrupt next
+	// time, a definition that no longer decodes or compiles); the
+	// scheduler retires it rather than failing its whole shard's tick on
+	// every tick.
 	Err error
+
+	expect Expectation
+}
+
+// Expectation is the state of a schedule a plan was computed from: its
+// next time, its run in flight and its definition's version. Commit
+// applies a plan only while the schedule is still in that state.
+type Expectation struct {
+	next, inflight, ver string
 }
 
 // Plan returns the plan that retires d (drops it from the due set) if d
 // is unchanged since ReadDue: the starting point of every plan, which the
 // caller fills with the runs, the next time and its score.
 func (d *DueSchedule) Plan() Plan {
-	return Plan{ID: d.ID, ExpectNext: d.NextRaw, ExpectInflight: d.Inflight, ExpectVer: d.Ver, NewScore: math.Inf(1)}
+	return Plan{ID: d.ID, Expect: d.expect, NewScore: math.Inf(1)}
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
@@ -67,22 +77,84 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 		}
 		d := DueSchedule{ID: res[i]}
 		if n > 0 {
-			d.Hash = pairsToMap(res[i+2 : i+2+n])
-			d.Def = defString(d.Hash)
-			d.NextRaw, d.Inflight, d.Ver = d.Hash[sfNext], d.Hash[sfInflight], d.Hash[sfVer]
-			d.Released = d.Hash[sfReleased] != ""
-			d.ResumedAt, _ = parseMS(d.Hash[sfResumed])
+			s.decodeDue(&d, pairsToMap(res[i+2:i+2+n]))
 		}
 		i += 2 + n
-		if d.NextRaw != "" {
-			var ok bool
-			if d.Next, ok = parseMS(d.NextRaw); !ok {
-				d.Err = fmt.Errorf("schedule %s: corrupt next fire time %q in Redis", d.ID, d.NextRaw)
-			}
-		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// decodeDue fills d from its schedule's hash h.
+func (s *Store) decodeDue(d *DueSchedule, h map[string]string) {
+	d.expect = Expectation{next: h[sfNext], inflight: h[sfInflight], ver: h[sfVer]}
+	d.Inflight = h[sfInflight]
+	d.Released = h[sfReleased] != ""
+	d.ResumedAt, _ = parseMS(h[sfResumed])
+	if raw := h[sfNext]; raw != "" {
+		var ok bool
+		if d.Next, ok = parseMS(raw); !ok {
+			d.Err = fmt.Errorf("schedule %s: corrupt next fire time %q in Redis", d.ID, raw)
+			return
+		}
+	}
+	c, err := s.defs.get(h)
+	if err != nil {
+		d.Err = fmt.Errorf("schedule %s: %w", d.ID, err)
+		return
+	}
+	d.Schedule, d.Compiled = c.rec, c.sched
+}
+
+// defCache keeps decoded, compiled definitions by their canonical form
+// (defString), so a schedule firing every second is not parsed again
+// every second. It is bounded; when full it starts over, which is cheap
+// and keeps memory flat however many schedules there are.
+type defCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*compiledDef
+}
+
+type compiledDef struct {
+	rec   *model.ScheduleRecord
+	sched model.Schedule
+}
+
+// defCacheSize bounds the definitions a store keeps compiled.
+const defCacheSize = 10000
+
+func newDefCache(max int) *defCache {
+	return &defCache{max: max, m: make(map[string]*compiledDef)}
+}
+
+// get returns the compiled definition of a schedule's hash h.
+func (c *defCache) get(h map[string]string) (*compiledDef, error) {
+	def := defString(h)
+	c.mu.Lock()
+	v, ok := c.m[def]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	// Schedules with equal definitions share an entry, so the record's ID
+	// is left empty: planning takes the id from the due member.
+	rec, err := decodeDef("", h)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := rec.Compile()
+	if err != nil {
+		return nil, err
+	}
+	v = &compiledDef{rec: rec, sched: sched}
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[def] = v
+	c.mu.Unlock()
+	return v, nil
 }
 
 // PlannedRun is one run a plan creates.
@@ -109,14 +181,11 @@ type PlannedRun struct {
 // Plan is what a scheduler decided for one due schedule.
 type Plan struct {
 	ID string
-	// ExpectNext, ExpectInflight and ExpectVer are the DueSchedule's
-	// NextRaw, Inflight and Ver (see DueSchedule.Plan): the plan applies
-	// only if they are unchanged. The version matters even when next is: a
-	// new timing can share the old one's next fire time but not the times
-	// after it.
-	ExpectNext     string
-	ExpectInflight string
-	ExpectVer      string
+	// Expect is the state the plan was computed from (DueSchedule.Plan
+	// sets it): the plan applies only while the schedule is in it. The
+	// version matters even when next is unchanged: a new timing can share
+	// the old one's next fire time but not the times after it.
+	Expect Expectation
 	// NewNext is the next planned time after this plan; zero retires.
 	NewNext time.Time
 	// NewScore is the act time for NewNext.
@@ -152,7 +221,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 			hold = flagSet
 		}
 		want += commitPlanArgs + commitRunArgs*len(p.Runs)
-		args = append(args, p.ID, p.ExpectNext, p.ExpectInflight, p.ExpectVer, next, scoreString(p.NewScore),
+		args = append(args, p.ID, p.Expect.next, p.Expect.inflight, p.Expect.ver, next, scoreString(p.NewScore),
 			p.Inflight, ms(p.InflightDeadline), hold, len(p.Runs))
 		for i := range p.Runs {
 			r := &p.Runs[i]

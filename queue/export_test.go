@@ -60,3 +60,7 @@ type LoadedScript struct {
 
 // ReadDueScript is the read-only script of ReadDue.
 var ReadDueScript = readDueScript
+
+// ExpectState is the Expectation of a schedule whose hash holds next,
+// inflight and ver.
+func ExpectState(next, inflight, ver string) Expectation { return Expectation{next, inflight, ver} }

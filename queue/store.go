@@ -23,6 +23,7 @@ type Store struct {
 	cfg         Config
 	batch       *batcher         // upserts of concurrent API requests
 	tasks       *asynqwire.Queue // the run queue
+	defs        *defCache        // compiled definitions of due schedules
 	scriptFlags bool             // Redis refuses a writing script whole when full
 }
 
@@ -48,7 +49,8 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
 	b := &batcher{rdb: rdb}
-	return &Store{rdb: rdb, clock: clock, cfg: c, batch: b, tasks: asynqwire.New(rdb, c.QueueName, b.runScript), scriptFlags: flags}, nil
+	return &Store{rdb: rdb, clock: clock, cfg: c, batch: b, tasks: asynqwire.New(rdb, c.QueueName, b.runScript),
+		defs: newDefCache(defCacheSize), scriptFlags: flags}, nil
 }
 
 // Tasks returns the run queue: asynq's queue of run tasks, whose task
@@ -226,7 +228,7 @@ func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, er
 	if h[sfCreated] == "" {
 		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
-	rec, err := DecodeDef(id, h)
+	rec, err := decodeDef(id, h)
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func TestCommit(t *testing.T) {
 	// plan is the plan a scheduler makes of the idle schedule: run k1 at
 	// T, next at T+1m.
 	plan := func(edit func(*queue.Plan)) queue.Plan {
-		p := queue.Plan{ID: id, ExpectNext: msStr(T), ExpectVer: "1", NewNext: next, NewScore: float64(next.UnixMilli()),
+		p := queue.Plan{ID: id, Expect: queue.ExpectState(msStr(T), "", "1"), NewNext: next, NewScore: float64(next.UnixMilli()),
 			Runs: []queue.PlannedRun{enqueued(k1, T)}}
 		if edit != nil {
 			edit(&p)
@@ -235,7 +235,7 @@ func TestCommit(t *testing.T) {
 				zsets:  map[string]map[string]float64{due: {id: 1}, infl: {id: 5}},
 			},
 			plan: plan(func(p *queue.Plan) {
-				p.ExpectInflight, p.Hold, p.Runs, p.NewNext, p.NewScore = "k0", true, nil, T, math.Inf(1)
+				p.Expect, p.Hold, p.Runs, p.NewNext, p.NewScore = queue.ExpectState(msStr(T), "k0", "1"), true, nil, T, math.Inf(1)
 			}),
 			wantApplied: true, wantWritten: []bool{},
 			after: redisState{
@@ -249,7 +249,7 @@ func TestCommit(t *testing.T) {
 				hashes: map[string]map[string]string{sched: with(idle, queue.SfInflight, "k0")},
 			},
 			plan: plan(func(p *queue.Plan) {
-				p.ExpectInflight = "k0"
+				p.Expect = queue.ExpectState(msStr(T), "k0", "1")
 				p.Runs[0].Status, p.Runs[0].Error = model.RunSkipped, "skipped: run k0 is still in flight"
 			}),
 			wantApplied: true, wantWritten: []bool{true},
@@ -409,12 +409,31 @@ func TestReadDue(t *testing.T) {
 	}
 	a := with(queue.SfNext, msStr(T), queue.SfInflight, "k0", queue.SfReleased, queue.FlagSet, queue.SfResumed, msStr(T.Add(-time.Hour)))
 	b := with(queue.SfNext, msStr(T.Add(-time.Second)))
+	// dueView is what a test compares of a DueSchedule: its compiled
+	// schedule aside, and its definition by its cron expression.
+	type dueView struct {
+		ID        string
+		Cron      string // "" when Schedule is nil
+		Next      time.Time
+		Inflight  string
+		Released  bool
+		ResumedAt time.Time
+		Expect    queue.Expectation
+	}
+	view := func(d queue.DueSchedule) dueView {
+		v := dueView{ID: d.ID, Next: d.Next, Inflight: d.Inflight, Released: d.Released, ResumedAt: d.ResumedAt, Expect: d.Plan().Expect}
+		if d.Schedule != nil {
+			v.Cron = d.Schedule.CronExpr
+			require.NotNil(t, d.Compiled, d.ID)
+		}
+		return v
+	}
 	for i, tc := range []struct {
 		name   string
 		before redisState
 		until  time.Time
 		limit  int
-		want   []queue.DueSchedule // Def aside: see below
+		want   []dueView
 	}{
 		{
 			name: "schedules due by until come with the state their plans compare, earliest first",
@@ -423,9 +442,9 @@ func TestReadDue(t *testing.T) {
 				zsets:  map[string]map[string]float64{due: {"a": float64(T.UnixMilli()), "b": float64(T.UnixMilli() - 1000), "c": float64(T.UnixMilli() + 1)}},
 			},
 			until: T, limit: 10,
-			want: []queue.DueSchedule{
-				{ID: "b", Hash: b, Next: T.Add(-time.Second), NextRaw: msStr(T.Add(-time.Second)), Ver: "4"},
-				{ID: "a", Hash: a, Next: T, NextRaw: msStr(T), Inflight: "k0", Ver: "4", Released: true, ResumedAt: T.Add(-time.Hour)},
+			want: []dueView{
+				{ID: "b", Cron: "* * * * *", Next: T.Add(-time.Second), Expect: queue.ExpectState(msStr(T.Add(-time.Second)), "", "4")},
+				{ID: "a", Cron: "* * * * *", Next: T, Inflight: "k0", Released: true, ResumedAt: T.Add(-time.Hour), Expect: queue.ExpectState(msStr(T), "k0", "4")},
 			},
 		},
 		{
@@ -435,19 +454,19 @@ func TestReadDue(t *testing.T) {
 				zsets:  map[string]map[string]float64{due: {"a": 2, "b": 1}},
 			},
 			until: T, limit: 1,
-			want: []queue.DueSchedule{{ID: "b", Hash: b, Next: T.Add(-time.Second), NextRaw: msStr(T.Add(-time.Second)), Ver: "4"}},
+			want: []dueView{{ID: "b", Cron: "* * * * *", Next: T.Add(-time.Second), Expect: queue.ExpectState(msStr(T.Add(-time.Second)), "", "4")}},
 		},
 		{
-			name:   "a member whose schedule is gone comes without a hash",
+			name:   "a member whose schedule is gone comes without a schedule",
 			before: redisState{zsets: map[string]map[string]float64{due: {"gone": 1}}},
 			until:  T, limit: 10,
-			want: []queue.DueSchedule{{ID: "gone"}},
+			want: []dueView{{ID: "gone"}},
 		},
 		{
 			name:   "a retired schedule has no next",
 			before: redisState{hashes: map[string]map[string]string{queue.ScheduleKey(sh, "c"): def}, zsets: map[string]map[string]float64{due: {"c": 1}}},
 			until:  T, limit: 10,
-			want: []queue.DueSchedule{{ID: "c", Hash: def, Ver: "4"}},
+			want: []dueView{{ID: "c", Cron: "* * * * *", Expect: queue.ExpectState("", "", "4")}},
 		},
 		{
 			name:   "nothing due",
@@ -461,18 +480,16 @@ func TestReadDue(t *testing.T) {
 			bd.seed(t, tc.before)
 			got, err := bd.store.ReadDue(context.Background(), sh, tc.until, tc.limit)
 			require.NoError(t, err)
-			for j := range got {
-				// Def is a cache key: equal definitions, equal Defs.
-				if got[j].Hash != nil {
-					require.NotEmpty(t, got[j].Def, got[j].ID)
-				}
-				got[j].Def = ""
+			var views []dueView
+			for _, d := range got {
+				require.NoError(t, d.Err, d.ID)
+				views = append(views, view(d))
 			}
-			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want, views)
 		})
 	}
 
-	t.Run("equal definitions have equal Defs", func(t *testing.T) {
+	t.Run("equal definitions share one compiled schedule", func(t *testing.T) {
 		t.Parallel()
 		bd := setupMethod(t, r, 15)
 		other := with(queue.SfCron, "0 * * * *")
@@ -483,8 +500,9 @@ func TestReadDue(t *testing.T) {
 		got, err := bd.store.ReadDue(context.Background(), sh, T, 10)
 		require.NoError(t, err)
 		require.Len(t, got, 3)
-		require.Equal(t, got[0].Def, got[1].Def, "a and b differ only in state")
-		require.NotEqual(t, got[0].Def, got[2].Def, "o has another cron expression")
+		require.Same(t, got[0].Schedule, got[1].Schedule, "a and b differ only in state")
+		require.NotSame(t, got[0].Schedule, got[2].Schedule, "o has another cron expression")
+		require.Equal(t, "0 * * * *", got[2].Schedule.CronExpr)
 	})
 
 	t.Run("a corrupt next time is reported on its schedule", func(t *testing.T) {
@@ -498,6 +516,22 @@ func TestReadDue(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.ErrorContains(t, got[0].Err, `corrupt next fire time "soon"`)
+		require.Nil(t, got[0].Schedule)
+	})
+
+	t.Run("a definition that no longer compiles is reported on its schedule", func(t *testing.T) {
+		t.Parallel()
+		bd := setupMethod(t, r, 13)
+		bd.seed(t, redisState{
+			hashes: map[string]map[string]string{queue.ScheduleKey(sh, "x"): with(queue.SfNext, msStr(T), queue.SfCron, "not a cron")},
+			zsets:  map[string]map[string]float64{due: {"x": 1}},
+		})
+		got, err := bd.store.ReadDue(context.Background(), sh, T, 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.ErrorContains(t, got[0].Err, "schedule x")
+		require.Nil(t, got[0].Schedule)
+		require.Equal(t, queue.ExpectState(msStr(T), "", "4"), got[0].Plan().Expect, "the plan that retires it still compares")
 	})
 }
 

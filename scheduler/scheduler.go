@@ -25,7 +25,6 @@ type Scheduler struct {
 	metrics *metrics
 	leases  *queue.Leases
 	planner planner
-	cache   *compileCache
 
 	// abandon makes Stop leave leases and heartbeat behind, as a crash
 	// would; tests only.
@@ -66,7 +65,6 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		metrics: newMetrics(reg),
 		leases:  store.NewLeases(c.LeaseTTL),
 		planner: planner{cfg: c, lead: store.ActLead},
-		cache:   newCompileCache(10000),
 		held:    map[int]*shardLoop{},
 	}, nil
 }
@@ -432,20 +430,16 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 	}
 }
 
-// planOne decodes, compiles and plans one due schedule. A schedule that
-// cannot be compiled any more (stored by an older version, say) is retired
-// rather than retried forever.
+// planOne plans one due schedule. A schedule that cannot be planned
+// from any more (stored by an older version, say) is retired rather than
+// retried forever.
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
-	if d.Hash == nil {
-		return d.Plan(), 0, nil // deleted: Commit drops the member
-	}
 	if d.Err != nil {
 		return d.Plan(), 0, d.Err
 	}
-	c, err := s.cache.get(d.Def, d.Hash)
-	if err != nil {
-		return d.Plan(), 0, err
+	if d.Schedule == nil {
+		return d.Plan(), 0, nil // deleted: Commit drops the member
 	}
-	p, missed := s.planner.plan(d, c.rec, c.sched, now)
+	p, missed := s.planner.plan(d, d.Schedule, d.Compiled, now)
 	return p, missed, nil
 }

@@ -569,8 +569,8 @@ func (s *sim) setState(sc *simSched, st simState) {
 	if st.exists {
 		h, err := s.rdb.HGetAll(s.ctx, fmt.Sprintf("chronos:{s%02d}:sched:%s", queue.ShardOf(sc.id, simShards), sc.id)).Result()
 		s.noErr(err, "read schedule hash")
-		st.rec, err = queue.DecodeDef(sc.id, h)
-		s.noErr(err, "decode schedule")
+		st.rec, err = s.store.GetSchedule(s.ctx, sc.id)
+		s.noErr(err, "load schedule")
 		st.sched, err = st.rec.Compile()
 		s.noErr(err, "compile")
 		st.began = st.rec.Anchor

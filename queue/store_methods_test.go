@@ -360,7 +360,7 @@ func TestCommit(t *testing.T) {
 		b.seed(t, redisState{hashes: hashes})
 		var plans []queue.Plan
 		for n, pid := range ids {
-			p := queue.Plan{ID: pid, ExpectNext: msStr(T), ExpectVer: "1", NewNext: T.Add(time.Hour), NewScore: float64(T.Add(time.Hour).UnixMilli())}
+			p := queue.Plan{ID: pid, Expect: queue.ExpectState(msStr(T), "", "1"), NewNext: T.Add(time.Hour), NewScore: float64(T.Add(time.Hour).UnixMilli())}
 			for j := range n {
 				at := T.Add(time.Duration(j) * time.Minute)
 				run := enqueued(model.IdempotencyKey(pid, at), at)

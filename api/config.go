@@ -64,27 +64,23 @@ func (c *Config) WithDefaults() Config {
 	return v
 }
 
-// Validate reports the first invalid field of c after defaults, naming
-// its environment variable where it has one. New panics on a Config that
-// Validate rejects, so callers that take configuration from outside call
-// Validate first.
-func (c *Config) Validate() error {
-	v := c.WithDefaults()
-	if _, err := model.ParseOverlapPolicy(string(v.DefaultOverlapPolicy)); err != nil {
-		return fmt.Errorf("DEFAULT_OVERLAP_POLICY: %w", err)
+// validate names the first field of c (after defaults) that is wrong.
+func (c Config) validate() error {
+	if _, err := model.ParseOverlapPolicy(string(c.DefaultOverlapPolicy)); err != nil {
+		return fmt.Errorf("api: Config.DefaultOverlapPolicy: %w", err)
 	}
-	if _, err := model.ParseCatchupPolicy(string(v.DefaultCatchupPolicy)); err != nil {
-		return fmt.Errorf("DEFAULT_CATCHUP_POLICY: %w", err)
+	if _, err := model.ParseCatchupPolicy(string(c.DefaultCatchupPolicy)); err != nil {
+		return fmt.Errorf("api: Config.DefaultCatchupPolicy: %w", err)
 	}
 	switch {
-	case v.DefaultJitterMs < 0 || v.DefaultJitterMs > model.MaxJitterMs:
-		return fmt.Errorf("DEFAULT_JITTER_MS must be between 0 and %d, got %d", model.MaxJitterMs, v.DefaultJitterMs)
-	case v.BodyLimit < 1:
-		return fmt.Errorf("api: BodyLimit must be positive, got %d", v.BodyLimit)
-	case v.ReadyTimeout < 0:
-		return fmt.Errorf("api: ReadyTimeout must not be negative, got %s", v.ReadyTimeout)
-	case v.BodyReadTimeout < 0:
-		return fmt.Errorf("api: BodyReadTimeout must not be negative, got %s", v.BodyReadTimeout)
+	case c.DefaultJitterMs < 0 || c.DefaultJitterMs > model.MaxJitterMs:
+		return fmt.Errorf("api: Config.DefaultJitterMs must be between 0 and %d, got %d", model.MaxJitterMs, c.DefaultJitterMs)
+	case c.BodyLimit < 1:
+		return fmt.Errorf("api: Config.BodyLimit must be positive, got %d", c.BodyLimit)
+	case c.ReadyTimeout < 0:
+		return fmt.Errorf("api: Config.ReadyTimeout must not be negative, got %s", c.ReadyTimeout)
+	case c.BodyReadTimeout < 0:
+		return fmt.Errorf("api: Config.BodyReadTimeout must not be negative, got %s", c.BodyReadTimeout)
 	}
 	return nil
 }

@@ -29,7 +29,9 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	rdb := queuetest.StartRedis(f).Client(f)
 	store, err := queue.NewStore(f.Context(), rdb, queue.NewSimClock(t0), nil)
 	require.NoError(f, err)
-	return &fuzzAPI{e: api.New(store, nil, nil, nil), rdb: rdb}
+	e, err := api.New(store, nil, nil, nil)
+	require.NoError(f, err)
+	return &fuzzAPI{e: e, rdb: rdb}
 }
 
 func (a *fuzzAPI) serve(method, target, body string) *httptest.ResponseRecorder {

@@ -70,7 +70,8 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	if o.jsonLog {
 		h = slog.NewJSONHandler(w, nil)
 	}
-	e := api.New(store, o.cfg, slog.New(h), reg)
+	e, err := api.New(store, o.cfg, slog.New(h), reg)
+	require.NoError(t, err)
 	return &testBundle{e: e, store: store, rdb: rdb, clock: clock, reg: reg}
 }
 

@@ -36,15 +36,18 @@ type server struct {
 
 // New returns the API as an *echo.Echo (an http.Handler) serving on store.
 //
-// cfg may be nil (all defaults); New panics on a Config that
-// Config.Validate rejects. logger may be nil (discard). reg receives the
+// cfg may be nil (all defaults); a field that is wrong is New's error,
+// naming it. logger may be nil (discard). reg receives the
 // HTTP metrics (chronos_http_requests_total and
 // chronos_http_request_duration_seconds); nil registers nothing, and
 // metrics already registered on reg by an earlier New are shared. New
 // mounts neither /metrics nor /monitoring: cmd adds those to the returned
 // Echo (e.g. e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))).
-func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
-	s, e := newServer(store, cfg, logger, reg)
+func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*echo.Echo, error) {
+	s, e, err := newServer(store, cfg, logger, reg)
+	if err != nil {
+		return nil, err
+	}
 	e.GET("/openapi.json", s.openapi)
 	e.GET("/v1/preview", s.preview)
 	e.POST("/schedules/upsert", s.upsertSchedule)
@@ -58,33 +61,38 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.POST("/run-launcher/start", s.startManualRun)
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
-	return e
+	return e, nil
 }
 
 // Probes returns an Echo serving only GET /healthz and GET /readyz, with
 // the API's error handling, logging and metrics: the HTTP surface of the
 // scheduler and launcher processes. Its arguments are New's.
-func Probes(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
-	_, e := newServer(store, cfg, logger, reg)
-	return e
+func Probes(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*echo.Echo, error) {
+	_, e, err := newServer(store, cfg, logger, reg)
+	return e, err
 }
 
 // newServer builds the handlers' shared state and an Echo with the probes.
-func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*server, *echo.Echo) {
+func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*server, *echo.Echo, error) {
 	if store == nil {
-		panic("api: needs a store")
+		return nil, nil, errors.New("api: a store is required")
 	}
-	if err := cfg.Validate(); err != nil {
-		panic("api: invalid config: " + err.Error())
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	metrics, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, nil, err
+	}
 	s := &server{
 		store:   store,
-		cfg:     cfg.WithDefaults(),
+		cfg:     c,
 		log:     logger,
-		metrics: newHTTPMetrics(reg),
+		metrics: metrics,
 	}
 	e := echo.New()
 	s.echo = e
@@ -95,7 +103,7 @@ func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometh
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	return s, e
+	return s, e, nil
 }
 
 // httpMetrics are the request metrics.
@@ -104,7 +112,7 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chronos_http_requests_total",
@@ -117,24 +125,29 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"method", "route"}),
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.duration = register(reg, m.duration)
+		var err error
+		if m.requests, err = register(reg, m.requests); err != nil {
+			return nil, err
+		}
+		if m.duration, err = register(reg, m.duration); err != nil {
+			return nil, err
+		}
 	}
-	return m
+	return m, nil
 }
 
 // register registers c on reg, or returns the collector already there.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
 			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
+				return existing, nil
 			}
 		}
-		panic(fmt.Sprintf("api: register metrics: %v", err))
+		return c, fmt.Errorf("api: register metrics: %w", err)
 	}
-	return c
+	return c, nil
 }
 
 // knownMethods bounds the method label.

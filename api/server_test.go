@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -165,7 +167,8 @@ func TestMetrics(t *testing.T) {
 	}, histograms)
 
 	// A second API on the same registry shares the metrics.
-	e2 := api.New(b.store, nil, nil, b.reg)
+	e2, err := api.New(b.store, nil, nil, b.reg)
+	require.NoError(t, err)
 	b.e = e2
 	b.do(t, http.MethodGet, "/healthz", nil)
 	families, err = b.reg.Gather()
@@ -201,7 +204,6 @@ func TestConfig(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
 		t.Parallel()
 		var c *api.Config
-		require.NoError(t, c.Validate())
 		d := c.WithDefaults()
 		require.Equal(t, model.OverlapAllow, d.DefaultOverlapPolicy)
 		require.Equal(t, model.CatchupFireImmediately, d.DefaultCatchupPolicy)
@@ -215,18 +217,22 @@ func TestConfig(t *testing.T) {
 			cfg  api.Config
 			want string
 		}{
-			{api.Config{DefaultOverlapPolicy: "sometimes"}, "DEFAULT_OVERLAP_POLICY: unknown overlap_policy"},
-			{api.Config{DefaultCatchupPolicy: "all"}, "DEFAULT_CATCHUP_POLICY: unknown catchup_policy"},
-			{api.Config{DefaultJitterMs: -1}, "DEFAULT_JITTER_MS must be between"},
-			{api.Config{DefaultJitterMs: model.MaxJitterMs + 1}, "DEFAULT_JITTER_MS must be between"},
-			{api.Config{BodyLimit: -1}, "api: BodyLimit"},
+			{api.Config{DefaultOverlapPolicy: "sometimes"}, "api: Config.DefaultOverlapPolicy: unknown overlap_policy"},
+			{api.Config{DefaultCatchupPolicy: "all"}, "api: Config.DefaultCatchupPolicy: unknown catchup_policy"},
+			{api.Config{DefaultJitterMs: -1}, "api: Config.DefaultJitterMs must be between"},
+			{api.Config{DefaultJitterMs: model.MaxJitterMs + 1}, "api: Config.DefaultJitterMs must be between"},
+			{api.Config{BodyLimit: -1}, "api: Config.BodyLimit"},
 		} {
-			err := tc.cfg.Validate()
-			require.ErrorContains(t, err, tc.want)
-			require.PanicsWithValue(t, "api: invalid config: "+err.Error(), func() {
-				api.New(&queue.Store{}, &tc.cfg, nil, nil)
-			})
+			for name, build := range map[string]func(*queue.Store, *api.Config, *slog.Logger, prometheus.Registerer) (*echo.Echo, error){
+				"New": api.New, "Probes": api.Probes,
+			} {
+				e, err := build(&queue.Store{}, &tc.cfg, nil, nil)
+				require.ErrorContains(t, err, tc.want, name)
+				require.Nil(t, e, name)
+			}
 		}
+		_, err := api.New(nil, nil, nil, nil)
+		require.ErrorContains(t, err, "api: a store is required")
 	})
 
 	t.Run("DefaultsApplyToUpsert", func(t *testing.T) {

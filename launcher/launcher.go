@@ -105,9 +105,17 @@ func (c Config) validate() error {
 		return errors.New("launcher: Config.Executor is required")
 	case c.Concurrency < 1:
 		return fmt.Errorf("launcher: Config.Concurrency must be at least 1, got %d", c.Concurrency)
-	case c.PollInterval < 0, c.ForwardInterval < 0, c.ShutdownTimeout < 0, c.ArchiveSweepInterval < 0, c.LaunchGrace < 0:
-		return fmt.Errorf("launcher: Config.PollInterval, ForwardInterval, ShutdownTimeout, ArchiveSweepInterval and LaunchGrace must not be negative, got %s, %s, %s, %s and %s",
-			c.PollInterval, c.ForwardInterval, c.ShutdownTimeout, c.ArchiveSweepInterval, c.LaunchGrace)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"PollInterval", c.PollInterval}, {"ForwardInterval", c.ForwardInterval}, {"ShutdownTimeout", c.ShutdownTimeout},
+		{"ArchiveSweepInterval", c.ArchiveSweepInterval}, {"LaunchGrace", c.LaunchGrace},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("launcher: Config.%s must not be negative, got %s", d.field, d.v)
+		}
 	}
 	return nil
 }

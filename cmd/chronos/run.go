@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/chronos-sched/chronos/api"
 	"github.com/chronos-sched/chronos/launcher"
-	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/scheduler"
 )
@@ -56,118 +54,169 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	// What is opened or started is closed or stopped in reverse, on every
+	// way out of here: scheduler, launcher, HTTP, then Redis.
+	var pr process
+	defer pr.close()
+	rdb, redisURL, err := pr.openRedis(ctx, p, logger)
+	if err != nil {
+		return err
+	}
+	store, err := pr.openStore(ctx, rdb, p)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		store.Tasks().Collector())
+	e, err := newHandler(store, rdb, p, logger, reg)
+	if err != nil {
+		return err
+	}
+	sched, launch, err := newParts(store, p, logger, reg)
+	if err != nil {
+		return err
+	}
+	addr, srvErr, err := pr.serve(e, p, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("chronos started", "http_addr", addr, "api", p.api != nil,
+		"scheduler", sched != nil, "launcher", launch != nil, "redis", redactURL(redisURL))
+	if env.Ready != nil {
+		env.Ready <- addr
+	}
+	if err := pr.start(ctx, sched, launch, logger); err != nil {
+		return err
+	}
 
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	case err := <-srvErr:
+		return fmt.Errorf("HTTP server: %w", err)
+	}
+}
+
+// process holds what run opened and started, to close and stop it in
+// reverse order.
+type process struct {
+	closers []func()
+}
+
+// onClose adds f to what close does, before everything added earlier.
+func (pr *process) onClose(f func()) { pr.closers = append(pr.closers, f) }
+
+func (pr *process) close() {
+	for i := len(pr.closers) - 1; i >= 0; i-- {
+		pr.closers[i]()
+	}
+}
+
+// openRedis connects to the process's Redis (starting the embedded one
+// for chronos dev) and checks that it does not evict, at start and every
+// evictionCheckInterval. It returns the client and its URL.
+func (pr *process) openRedis(ctx context.Context, p processSpec, logger *slog.Logger) (redis.UniversalClient, string, error) {
 	redisURL := p.common.RedisURL
 	if p.embedded {
 		mr := miniredis.NewMiniRedis()
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
-			return fmt.Errorf("start embedded Redis: %w", err)
+			return nil, "", fmt.Errorf("start embedded Redis: %w", err)
 		}
-		defer mr.Close()
+		pr.onClose(mr.Close)
 		redisURL = "redis://" + mr.Addr()
 		logger.Info("embedded Redis started (miniredis; data lives only as long as this process)", "addr", mr.Addr())
 	}
 	rdb, err := newRedis(redisURL)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	defer rdb.Close()
+	pr.onClose(func() { _ = rdb.Close() })
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = rdb.Ping(pingCtx).Err()
 	cancel()
 	if err != nil {
-		return fmt.Errorf("cannot reach Redis at REDIS_URL=%s: %w (is it running? check the address and password)", redactURL(redisURL), err)
+		return nil, "", fmt.Errorf("cannot reach Redis at REDIS_URL=%s: %w (is it running? check the address and password)", redactURL(redisURL), err)
 	}
-
 	if !p.embedded { // miniredis evicts nothing
 		if err := checkEviction(ctx, rdb, p.common.AllowEviction, logger); err != nil {
-			return err
+			return nil, "", err
 		}
 		evictCtx, stopEvict := context.WithCancel(ctx)
-		defer stopEvict()
+		pr.onClose(stopEvict)
 		go watchEviction(evictCtx, rdb, p.common.AllowEviction, logger)
 	}
+	return rdb, redisURL, nil
+}
 
+// openStore starts the shared clock (Redis's TIME, kept in sync) and
+// opens the schedule store on it.
+func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p processSpec) (*queue.Store, error) {
 	clock := queue.NewRedisClock(rdb)
 	if err := clock.Sync(ctx); err != nil {
-		return fmt.Errorf("read Redis TIME: %w", err)
+		return nil, fmt.Errorf("read Redis TIME: %w", err)
 	}
 	clockCtx, stopClock := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopClock()
+	pr.onClose(stopClock)
 	go clock.RunSync(clockCtx, 10*time.Second)
+	store, err := queue.NewStore(ctx, rdb, clock, storeConfig(p.common))
+	return store, inSettings(err)
+}
 
-	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{
-		Shards:        p.common.Shards,
-		Lookahead:     time.Duration(p.common.LookaheadMS) * time.Millisecond,
-		RunHistory:    p.common.RunHistory,
-		TaskRetention: p.common.TaskRetention,
-		QueueName:     p.common.Queue,
-		TaskMaxRetry:  cmp.Or(p.common.TaskMaxRetry, queue.NoRetry), // TASK_MAX_RETRY=0: none, not the default
-		TaskTimeout:   p.common.TaskTimeout,
-	})
-	if err != nil {
-		return err
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		store.Tasks().Collector())
-
+// newHandler returns the process's HTTP handler: the API (with asynqmon
+// at /monitoring) or only the probes, and /metrics, /debug/pprof.
+func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, logger *slog.Logger, reg *prometheus.Registry) (*echo.Echo, error) {
 	var e *echo.Echo
+	var err error
 	if p.api != nil {
-		apiCfg := &api.Config{
-			DefaultOverlapPolicy: model.OverlapPolicy(p.api.DefaultOverlapPolicy),
-			DefaultCatchupPolicy: model.CatchupPolicy(p.api.DefaultCatchupPolicy),
-			DefaultJitterMs:      p.api.DefaultJitterMS,
+		if e, err = api.New(store, apiConfig(p.api), logger, reg); err != nil {
+			return nil, inSettings(err)
 		}
-		if err := apiCfg.Validate(); err != nil {
-			return err
-		}
-		e = api.New(store, apiCfg, logger, reg)
 		if p.api.Monitoring {
 			mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: clientConnOpt{rdb}, ReadOnly: !p.api.MonitoringWritable})
 			e.Any("/monitoring", echo.WrapHandler(mon))
 			e.Any("/monitoring/*", echo.WrapHandler(mon))
 		}
-	} else {
-		e = api.Probes(store, nil, logger, reg)
+	} else if e, err = api.Probes(store, nil, logger, reg); err != nil {
+		return nil, err
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if p.common.Pprof {
 		e.Any("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux)) // net/http/pprof registers there
 	}
+	return e, nil
+}
 
+// newParts builds the scheduler and the launcher the process runs (nil
+// for a part it does not run).
+func newParts(store *queue.Store, p processSpec, logger *slog.Logger, reg prometheus.Registerer) (*scheduler.Scheduler, *launcher.Launcher, error) {
 	var sched *scheduler.Scheduler
+	var launch *launcher.Launcher
+	var err error
 	if p.sched != nil {
-		sched, err = scheduler.New(store, &scheduler.Config{
-			TickInterval:      time.Duration(p.sched.TickMS) * time.Millisecond,
-			MaxCatchupPerTick: p.sched.MaxCatchupPerTick,
-			LeaseTTL:          p.sched.LeaseTTL,
-			RunTimeout:        p.sched.RunTimeout,
-			MisfireGrace:      time.Duration(p.sched.MisfireGraceMS) * time.Millisecond,
-		}, logger.With("component", "scheduler"), reg)
-		if err != nil {
-			return err
+		if sched, err = scheduler.New(store, schedulerConfig(p.sched), logger.With("component", "scheduler"), reg); err != nil {
+			return nil, nil, inSettings(err)
 		}
 	}
-	var launch *launcher.Launcher
 	if p.launch != nil {
 		var ex launcher.Executor = launcher.LogExecutor{Logger: logger.With("component", "executor")}
 		if p.launch.Executor == "http" {
 			ex = launcher.NewHTTPExecutor(p.launch.ExecutorURL, p.launch.ExecutorTimeout, p.launch.Concurrency)
 		}
-		launch, err = launcher.New(store, &launcher.Config{
-			Concurrency: p.launch.Concurrency, ShutdownTimeout: p.launch.ShutdownTimeout, Executor: ex,
-			ArchiveSweepInterval: p.launch.ArchiveSweep, LaunchGrace: p.launch.LaunchGrace,
-		}, logger.With("component", "launcher"), reg)
-		if err != nil {
-			return err
+		if launch, err = launcher.New(store, launcherConfig(p.launch, ex), logger.With("component", "launcher"), reg); err != nil {
+			return nil, nil, inSettings(err)
 		}
 	}
+	return sched, launch, nil
+}
 
+// serve listens on HTTP_ADDR and serves e; it returns the address and
+// the channel the server's error comes on.
+func (pr *process) serve(e *echo.Echo, p processSpec, logger *slog.Logger) (string, <-chan error, error) {
 	ln, err := net.Listen("tcp", p.common.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on HTTP_ADDR=%s: %w (is another process using it?)", p.common.HTTPAddr, err)
+		return "", nil, fmt.Errorf("listen on HTTP_ADDR=%s: %w (is another process using it?)", p.common.HTTPAddr, err)
 	}
 	// An idle keep-alive connection is closed after 2 minutes. (No
 	// ReadTimeout: net/http cancels a request's context when it expires,
@@ -178,55 +227,45 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(lim.Listener(ln)) }()
-	// The deferred stops run in reverse: scheduler, launcher, then HTTP,
-	// on every way out of here, each with its own time budget (the
-	// launcher's is SHUTDOWN_TIMEOUT), so a slow one can't eat the next
-	// one's.
-	defer func() {
+	// Each stop has its own time budget (the launcher's is
+	// SHUTDOWN_TIMEOUT), so a slow one can't eat the next one's.
+	pr.onClose(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 		defer cancel()
 		if err := srv.Shutdown(stopCtx); err != nil {
 			logger.Warn("HTTP shutdown", "err", err)
 		}
 		logger.Info("stopped")
-	}()
-	logger.Info("chronos started", "http_addr", ln.Addr().String(), "api", p.api != nil,
-		"scheduler", sched != nil, "launcher", launch != nil, "redis", redactURL(redisURL))
-	if env.Ready != nil {
-		env.Ready <- ln.Addr().String()
-	}
+	})
+	return ln.Addr().String(), srvErr, nil
+}
 
+// start starts the launcher, then the scheduler (either may be nil).
+func (pr *process) start(ctx context.Context, sched *scheduler.Scheduler, launch *launcher.Launcher, logger *slog.Logger) error {
 	if launch != nil {
 		if err := launch.Start(ctx); err != nil {
 			return err
 		}
 		// Its own budget is SHUTDOWN_TIMEOUT (launcher.Config).
-		defer func() {
+		pr.onClose(func() {
 			if err := launch.Stop(context.Background()); err != nil {
 				logger.Warn("launcher stop", "err", err)
 			}
-		}()
+		})
 	}
 	if sched != nil {
 		if err := sched.Start(ctx); err != nil {
 			return err
 		}
-		defer func() {
+		pr.onClose(func() {
 			stopCtx, cancel := context.WithTimeout(context.Background(), schedulerStopTimeout)
 			defer cancel()
 			if err := sched.Stop(stopCtx); err != nil {
 				logger.Warn("scheduler stop", "err", err)
 			}
-		}()
+		})
 	}
-
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		return nil
-	case err := <-srvErr:
-		return fmt.Errorf("HTTP server: %w", err)
-	}
+	return nil
 }
 
 // evictionCheckInterval is how often a running process reads Redis's

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"cmp"
+	"strings"
+	"time"
+
+	"github.com/chronos-sched/chronos/api"
+	"github.com/chronos-sched/chronos/launcher"
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/scheduler"
+)
+
+// This file is where the packages' Config fields meet this binary's
+// settings (environment variables, each with a flag of the same meaning:
+// cli.go). The builders below fill the packages' configs from the
+// settings; settingNames words the packages' errors, which name their Go
+// fields, in the settings a user of the binary knows.
+
+// settingNames maps each Config field the builders set, as the packages'
+// errors spell it, to its setting. TestEveryFieldTheBinarySetsIsNamed
+// holds it and the builders together.
+var settingNames = []struct{ field, setting string }{
+	{"Config.Shards", "SHARDS"},
+	{"Config.Lookahead", "LOOKAHEAD_MS"},
+	{"Config.RunHistory", "RUN_HISTORY"},
+	{"Config.TaskRetention", "TASK_RETENTION"},
+	{"Config.QueueName", "QUEUE"},
+	{"Config.TaskMaxRetry", "TASK_MAX_RETRY"},
+	{"Config.TaskTimeout", "TASK_TIMEOUT"},
+
+	{"Config.TickInterval", "TICK_MS"},
+	{"Config.MaxCatchupPerTick", "MAX_CATCHUP_PER_TICK"},
+	{"Config.LeaseTTL", "LEASE_TTL"},
+	{"Config.RunTimeout", "RUN_TIMEOUT"},
+	{"Config.MisfireGrace", "MISFIRE_GRACE_MS"},
+
+	{"Config.Concurrency", "LAUNCHER_CONCURRENCY"},
+	{"Config.ShutdownTimeout", "SHUTDOWN_TIMEOUT"},
+	{"Config.Executor", "EXECUTOR"},
+	{"Config.ArchiveSweepInterval", "ARCHIVE_SWEEP_INTERVAL"},
+	{"Config.LaunchGrace", "LAUNCH_GRACE"},
+
+	{"Config.DefaultOverlapPolicy", "DEFAULT_OVERLAP_POLICY"},
+	{"Config.DefaultCatchupPolicy", "DEFAULT_CATCHUP_POLICY"},
+	{"Config.DefaultJitterMs", "DEFAULT_JITTER_MS"},
+}
+
+var settingReplacer = func() *strings.Replacer {
+	var pairs []string
+	for _, n := range settingNames {
+		pairs = append(pairs, n.field, n.setting)
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// settingsError is a package's error worded in the binary's settings.
+type settingsError struct {
+	msg string
+	err error
+}
+
+func (e *settingsError) Error() string { return e.msg }
+func (e *settingsError) Unwrap() error { return e.err }
+
+// inSettings words err, from a package's constructor, in this binary's
+// settings: "scheduler: Config.TickInterval must be ..." reads
+// "scheduler: TICK_MS must be ...".
+func inSettings(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := settingReplacer.Replace(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &settingsError{msg: msg, err: err}
+}
+
+func storeConfig(c Common) *queue.Config {
+	return &queue.Config{
+		Shards:        c.Shards,
+		Lookahead:     time.Duration(c.LookaheadMS) * time.Millisecond,
+		RunHistory:    c.RunHistory,
+		TaskRetention: c.TaskRetention,
+		QueueName:     c.Queue,
+		TaskMaxRetry:  cmp.Or(c.TaskMaxRetry, queue.NoRetry), // TASK_MAX_RETRY=0: none, not the default
+		TaskTimeout:   c.TaskTimeout,
+	}
+}
+
+func schedulerConfig(o *SchedulerOpts) *scheduler.Config {
+	return &scheduler.Config{
+		TickInterval:      time.Duration(o.TickMS) * time.Millisecond,
+		MaxCatchupPerTick: o.MaxCatchupPerTick,
+		LeaseTTL:          o.LeaseTTL,
+		RunTimeout:        o.RunTimeout,
+		MisfireGrace:      time.Duration(o.MisfireGraceMS) * time.Millisecond,
+	}
+}
+
+func launcherConfig(o *LauncherOpts, ex launcher.Executor) *launcher.Config {
+	return &launcher.Config{
+		Concurrency:          o.Concurrency,
+		ShutdownTimeout:      o.ShutdownTimeout,
+		Executor:             ex,
+		ArchiveSweepInterval: o.ArchiveSweep,
+		LaunchGrace:          o.LaunchGrace,
+	}
+}
+
+func apiConfig(o *APIOpts) *api.Config {
+	return &api.Config{
+		DefaultOverlapPolicy: model.OverlapPolicy(o.DefaultOverlapPolicy),
+		DefaultCatchupPolicy: model.CatchupPolicy(o.DefaultCatchupPolicy),
+		DefaultJitterMs:      o.DefaultJitterMS,
+	}
+}

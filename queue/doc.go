@@ -25,8 +25,16 @@
 //	chronos:launchers:skew       HASH  launcher replica id -> its host clock's skew against Redis (ms)
 //	asynq:{chronos}:...          asynq's own keys for the run queue
 //
-// schema.go names every hash field and key segment once; the Lua scripts
-// use the same names (loadScript declares them before each script).
+// # Scripts
+//
+// Each script in lua/ heads its file with its contract (KEYS, ARGV,
+// output). schema.go names every hash field, key segment, stored value
+// and script answer once; the scripts use the same names, which
+// loadScript declares before each one, and TestScriptsSpellNoField keeps
+// literals out. Code several scripts need is a library loadScript puts
+// before them: run_record.lua creates and ends run records and says
+// whether a key is taken, unhold.lua and release.lua end holds and
+// in-flight runs. No script reads Redis's clock: now is an argument.
 //
 // A schedule's act time is its next fire time minus the lookahead for the
 // "allow" overlap policy (so its task can be enqueued ahead with ProcessAt),

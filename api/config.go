@@ -47,6 +47,10 @@ type Config struct {
 	// handler starts on it; a slower client gets 408. Default
 	// BodyReadTimeoutDefault (30s).
 	BodyReadTimeout time.Duration
+	// Stopping, when closed, makes GET /readyz answer 503, so a load
+	// balancer stops sending requests to a process that is shutting
+	// down while it finishes those in progress. Default nil (never).
+	Stopping <-chan struct{}
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.

@@ -66,9 +66,10 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 		w = testLogWriter{t}
 	}
 	reg := prometheus.NewRegistry()
-	var h slog.Handler = slog.NewTextHandler(w, nil)
+	hopts := &slog.HandlerOptions{Level: slog.LevelDebug}
+	var h slog.Handler = slog.NewTextHandler(w, hopts)
 	if o.jsonLog {
-		h = slog.NewJSONHandler(w, nil)
+		h = slog.NewJSONHandler(w, hopts)
 	}
 	e, err := api.New(store, o.cfg, slog.New(h), reg)
 	require.NoError(t, err)

@@ -181,7 +181,14 @@ func (s *server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case route == "/healthz" || route == "/readyz":
+			// Probed every few seconds: only a failure is news.
+			level = slog.LevelDebug
+			if status >= 400 {
+				level = slog.LevelWarn
+			}
+		case status >= 500:
 			level = slog.LevelError
 		}
 		s.log.LogAttrs(req.Context(), level, "http request",
@@ -238,6 +245,12 @@ func (s *server) healthz(c echo.Context) error {
 }
 
 func (s *server) readyz(c echo.Context) error {
+	select {
+	case <-s.cfg.Stopping:
+		return &statusError{status: http.StatusServiceUnavailable, code: CodeUnavailable,
+			message: "stopping: finishing the work in progress"}
+	default:
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.ReadyTimeout)
 	defer cancel()
 	// A write probe, not a ping: a full Redis answers pings but refuses

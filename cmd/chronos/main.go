@@ -21,10 +21,25 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go forceExitOnSecondSignal(ctx, stop)
 	if err := execute(ctx, os.Args[1:], &Env{Stdout: os.Stdout, Stderr: os.Stderr}); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos:", err)
 		os.Exit(1)
 	}
+}
+
+// forceExitOnSecondSignal waits for the first SIGINT or SIGTERM (ctx
+// ends, and shutdown begins), then exits at once on a second one: an
+// operator who presses Ctrl-C again does not want to wait out
+// SHUTDOWN_TIMEOUT.
+func forceExitOnSecondSignal(ctx context.Context, stop func()) {
+	<-ctx.Done()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM) // before stop: no signal falls between
+	stop()
+	sig := <-again
+	fmt.Fprintf(os.Stderr, "chronos: a second signal (%s) during shutdown: exiting now, abandoning the work in progress\n", sig)
+	os.Exit(2)
 }
 
 // execute parses args (flags and environment) and runs the command; tests

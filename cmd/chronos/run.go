@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,11 +47,37 @@ func newLogger(c Common, env *Env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(env.Stderr, opts))
 }
 
+// routeLibraryLogs sends what libraries log on their own through logger,
+// so LOG_FORMAT=json yields JSON lines only: go-redis's messages (its own
+// logger otherwise writes plain lines to stderr) and the standard log
+// package's (asynqmon, net/http/pprof). Both are process-wide: the last
+// process started in one binary wins.
+func routeLibraryLogs(logger *slog.Logger) {
+	redis.SetLogger(redisLogger{logger.With("component", "redis")})
+	slog.SetDefault(logger)
+}
+
+// httpErrorLog is net/http's ErrorLog (accept errors, superfluous
+// WriteHeader calls) as warnings through logger.
+func httpErrorLog(logger *slog.Logger) *log.Logger {
+	return slog.NewLogLogger(logger.With("component", "http").Handler(), slog.LevelWarn)
+}
+
+// redisLogger adapts slog to go-redis's logger. Its messages are about
+// connections failing and being retried: warnings.
+type redisLogger struct{ l *slog.Logger }
+
+// Printf implements go-redis's internal.Logging.
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
 // run wires the parts a process runs, serves HTTP, and on ctx's end shuts
 // down in order: stop ticking (leases released), finish runs in progress,
 // stop serving.
 func run(ctx context.Context, env *Env, p processSpec) error {
 	logger := newLogger(p.common, env)
+	routeLibraryLogs(logger)
 	if err := p.validate(); err != nil {
 		return err
 	}
@@ -69,7 +96,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		store.Tasks().Collector())
-	e, err := newHandler(store, rdb, p, logger, reg)
+	e, err := newHandler(store, rdb, p, logger, reg, ctx.Done()) // /readyz is 503 once ctx ends
 	if err != nil {
 		return err
 	}
@@ -166,11 +193,14 @@ func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p p
 
 // newHandler returns the process's HTTP handler: the API (with asynqmon
 // at /monitoring) or only the probes, and /metrics, /debug/pprof.
-func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, logger *slog.Logger, reg *prometheus.Registry) (*echo.Echo, error) {
+func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, logger *slog.Logger, reg *prometheus.Registry,
+	stopping <-chan struct{}) (*echo.Echo, error) {
 	var e *echo.Echo
 	var err error
 	if p.api != nil {
-		if e, err = api.New(store, apiConfig(p.api), logger, reg); err != nil {
+		cfg := apiConfig(p.api)
+		cfg.Stopping = stopping
+		if e, err = api.New(store, cfg, logger, reg); err != nil {
 			return nil, inSettings(err)
 		}
 		if p.api.Monitoring {
@@ -178,7 +208,7 @@ func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, lo
 			e.Any("/monitoring", echo.WrapHandler(mon))
 			e.Any("/monitoring/*", echo.WrapHandler(mon))
 		}
-	} else if e, err = api.Probes(store, nil, logger, reg); err != nil {
+	} else if e, err = api.Probes(store, &api.Config{Stopping: stopping}, logger, reg); err != nil {
 		return nil, err
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
@@ -224,7 +254,8 @@ func (pr *process) serve(e *echo.Echo, p processSpec, logger *slog.Logger) (stri
 	// Connections are capped so that held sockets cannot take every file
 	// descriptor; request bodies are bounded by the API (api.Config).
 	lim := api.NewConnLimiter(p.common.MaxConns)
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState,
+		ErrorLog: httpErrorLog(logger)}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(lim.Listener(ln)) }()
 	// Each stop has its own time budget (the launcher's is

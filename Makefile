@@ -4,8 +4,10 @@ GO ?= go
 .PHONY: run test build image bench fuzz
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
-run:
-	$(GO) run ./cmd/chronos dev
+## The shell execs the built binary instead of `go run`, whose child would
+## outlive a SIGTERM sent to it: so the process make starts is the server.
+run: build
+	exec ./bin/chronos dev
 
 ## build: the one binary, into bin/chronos.
 build:

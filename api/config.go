@@ -2,9 +2,13 @@ package api
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/chronos-sched/chronos/api/auth"
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -21,6 +25,11 @@ const (
 	ReadyTimeoutDefault = 2 * time.Second
 	// BodyReadTimeoutDefault bounds the reading of a request body.
 	BodyReadTimeoutDefault = 30 * time.Second
+	// RateLimitDefault is each client's sustained rate, in requests per
+	// second.
+	RateLimitDefault rate.Limit = 50
+	// RateBurstDefault is each client's burst.
+	RateBurstDefault = 100
 )
 
 // Config configures the HTTP API. The zero value of each field means its
@@ -51,6 +60,22 @@ type Config struct {
 	// balancer stops sending requests to a process that is shutting
 	// down while it finishes those in progress. Default nil (never).
 	Stopping <-chan struct{}
+
+	// Auth verifies the bearer token every route but the probes needs;
+	// each route needs a scope (access.go, package auth). One of Auth and
+	// Open is required: New refuses a Config with neither.
+	Auth *auth.Verifier
+	// Open serves every route without authentication: for chronos dev on
+	// loopback and an explicit --insecure only. Default false.
+	Open bool
+	// RateLimit is each client's sustained rate in requests per second:
+	// a client is its token's subject, or its IP address before it is
+	// authenticated (and when Open). rate.Inf turns the limit off.
+	// Default RateLimitDefault (50).
+	RateLimit rate.Limit
+	// RateBurst is how many requests a client may send at once above
+	// RateLimit. Default RateBurstDefault (100).
+	RateBurst int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -65,6 +90,8 @@ func (c *Config) WithDefaults() Config {
 	v.BodyLimit = cmp.Or(v.BodyLimit, BodyLimitDefault)
 	v.ReadyTimeout = cmp.Or(v.ReadyTimeout, ReadyTimeoutDefault)
 	v.BodyReadTimeout = cmp.Or(v.BodyReadTimeout, BodyReadTimeoutDefault)
+	v.RateLimit = cmp.Or(v.RateLimit, RateLimitDefault)
+	v.RateBurst = cmp.Or(v.RateBurst, RateBurstDefault)
 	return v
 }
 
@@ -85,6 +112,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: Config.ReadyTimeout must not be negative, got %s", c.ReadyTimeout)
 	case c.BodyReadTimeout < 0:
 		return fmt.Errorf("api: Config.BodyReadTimeout must not be negative, got %s", c.BodyReadTimeout)
+	case c.RateLimit < 0:
+		return fmt.Errorf("api: Config.RateLimit must not be negative, got %v", c.RateLimit)
+	case c.RateBurst < 1:
+		return fmt.Errorf("api: Config.RateBurst must be positive, got %d", c.RateBurst)
+	case c.Auth == nil && !c.Open:
+		return errors.New("api: Config needs Auth (a token verifier) or Open (no authentication: chronos dev, --insecure)")
+	case c.Auth != nil && c.Open:
+		return errors.New("api: Config sets both Auth and Open; choose one")
 	}
 	return nil
 }

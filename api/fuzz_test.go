@@ -29,7 +29,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	rdb := queuetest.StartRedis(f).Client(f)
 	store, err := queue.NewStore(f.Context(), rdb, queue.NewSimClock(t0), nil)
 	require.NoError(f, err)
-	e, err := api.New(store, nil, nil, nil)
+	e, err := api.New(store, openUnlessAuth(nil), nil, nil)
 	require.NoError(f, err)
 	return &fuzzAPI{e: e, rdb: rdb}
 }

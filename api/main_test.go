@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/time/rate"
 
 	"github.com/chronos-sched/chronos/api"
 	"github.com/chronos-sched/chronos/model"
@@ -71,9 +72,24 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	if o.jsonLog {
 		h = slog.NewJSONHandler(w, hopts)
 	}
-	e, err := api.New(store, o.cfg, slog.New(h), reg)
+	e, err := api.New(store, openUnlessAuth(o.cfg), slog.New(h), reg)
 	require.NoError(t, err)
 	return &testBundle{e: e, store: store, rdb: rdb, clock: clock, reg: reg}
+}
+
+// openUnlessAuth returns cfg, or all defaults, running open and without
+// a rate limit unless cfg chooses otherwise: tests of handlers send no
+// token (access_test.go tests the tokens).
+func openUnlessAuth(cfg *api.Config) *api.Config {
+	var c api.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Open = c.Auth == nil
+	if c.RateLimit == 0 {
+		c.RateLimit = rate.Inf
+	}
+	return &c
 }
 
 // testLogWriter routes log lines to t.Log.

@@ -128,7 +128,7 @@ func FuzzPreview(f *testing.F) {
 	rdb := queuetest.StartRedis(f).Client(f)
 	store, err := queue.NewStore(f.Context(), rdb, queue.NewSimClock(t0), nil)
 	require.NoError(f, err)
-	e, err := api.New(store, nil, nil, nil)
+	e, err := api.New(store, openUnlessAuth(nil), nil, nil)
 	require.NoError(f, err)
 
 	f.Add("0 9 * * *", "America/New_York", "2026-01-01T00:00:00Z", "5", "")

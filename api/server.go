@@ -32,12 +32,15 @@ type server struct {
 	metrics *httpMetrics
 	echo    *echo.Echo
 	routes  sync.Map // route pattern -> true, for patterns seen registered
+	limiter *rateLimiter
 }
 
 // New returns the API as an *echo.Echo (an http.Handler) serving on store.
 //
-// cfg may be nil (all defaults); a field that is wrong is New's error,
-// naming it. logger may be nil (discard). reg receives the
+// cfg must choose its access: Auth (every route but /healthz and
+// /readyz needs a bearer token with the route's scope, see access.go) or
+// Open; nil chooses neither and is an error. A field that is wrong is
+// New's error, naming it. logger may be nil (discard). reg receives the
 // HTTP metrics (chronos_http_requests_total and
 // chronos_http_request_duration_seconds); nil registers nothing, and
 // metrics already registered on reg by an earlier New are shared. New
@@ -61,14 +64,22 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.POST("/run-launcher/start", s.startManualRun)
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
+	if s.cfg.Auth != nil {
+		s.mountLogin(e)
+	}
 	return e, nil
 }
 
 // Probes returns an Echo serving only GET /healthz and GET /readyz, with
 // the API's error handling, logging and metrics: the HTTP surface of the
 // scheduler and launcher processes. Its arguments are New's.
+//
+// Without cfg.Auth the probes' Echo runs open: what cmd adds to it
+// (/metrics) needs admin only when cfg.Auth is set.
 func Probes(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Registerer) (*echo.Echo, error) {
-	_, e, err := newServer(store, cfg, logger, reg)
+	pc := cfg.WithDefaults()
+	pc.Open = pc.Auth == nil
+	_, e, err := newServer(store, &pc, logger, reg)
 	return e, err
 }
 
@@ -94,12 +105,13 @@ func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometh
 		log:     logger,
 		metrics: metrics,
 	}
+	s.limiter = newRateLimiter(s.cfg.RateLimit, s.cfg.RateBurst)
 	e := echo.New()
 	s.echo = e
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.guardBody, checkQuery)
+	e.Use(s.observe, s.guard, s.guardBody, checkQuery) // guard (access.go): tokens, scopes, rate limits
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

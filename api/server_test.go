@@ -167,7 +167,7 @@ func TestMetrics(t *testing.T) {
 	}, histograms)
 
 	// A second API on the same registry shares the metrics.
-	e2, err := api.New(b.store, nil, nil, b.reg)
+	e2, err := api.New(b.store, openUnlessAuth(nil), nil, b.reg)
 	require.NoError(t, err)
 	b.e = e2
 	b.do(t, http.MethodGet, "/healthz", nil)
@@ -222,6 +222,8 @@ func TestConfig(t *testing.T) {
 			{api.Config{DefaultJitterMs: -1}, "api: Config.DefaultJitterMs must be between"},
 			{api.Config{DefaultJitterMs: model.MaxJitterMs + 1}, "api: Config.DefaultJitterMs must be between"},
 			{api.Config{BodyLimit: -1}, "api: Config.BodyLimit"},
+			{api.Config{Open: true, RateBurst: -1}, "api: Config.RateBurst must be positive"},
+			{api.Config{Open: true, RateLimit: -1}, "api: Config.RateLimit must not be negative"},
 		} {
 			for name, build := range map[string]func(*queue.Store, *api.Config, *slog.Logger, prometheus.Registerer) (*echo.Echo, error){
 				"New": api.New, "Probes": api.Probes,

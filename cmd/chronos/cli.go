@@ -23,6 +23,7 @@ type CLI struct {
 	Scheduler SchedulerCmd `cmd:"" help:"A scheduler replica: turns due schedules into asynq tasks."`
 	Launcher  LauncherCmd  `cmd:"" help:"A launcher replica: an asynq server that starts runs through the executor."`
 	Preview   PreviewCmd   `cmd:"" help:"Print the next fire times of a cron expression, one RFC 3339 time a line."`
+	Token     TokenCmd     `cmd:"" help:"Mint an API token (a JWT) signed with AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY, printed on stdout."`
 }
 
 // Common settings of every long-running command.
@@ -42,7 +43,9 @@ type Common struct {
 	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`
 	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"asynq queue of run tasks."`
 	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. Read where runs are enqueued (schedulers; the API for manual runs)."`
-	TaskTimeout   time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
+	AuthOpts
+
+	TaskTimeout time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
 }
 
 // SchedulerOpts are the scheduler replica's settings.
@@ -71,7 +74,7 @@ type APIOpts struct {
 	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"fire_immediately" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
 	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
 	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
-	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. The API has no authentication: only on a trusted network."`
+	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. Writes also need a token of scope admin."`
 }
 
 // DevCmd runs everything on an embedded Redis.
@@ -86,7 +89,7 @@ type DevCmd struct {
 func (c *DevCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
 
 func (c *DevCmd) spec() processSpec {
-	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == ""}
+	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == "", dev: true}
 }
 
 // AllCmd runs API, scheduler and launcher in one process.

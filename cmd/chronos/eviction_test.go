@@ -22,7 +22,7 @@ func TestEvictingRedisIsRefusedAtStart(t *testing.T) {
 	for _, cmd := range []string{"api", "scheduler", "launcher", "all"} {
 		// Bounded: a process that starts would otherwise run for ever.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := execute(ctx, []string{cmd, "--redis-url", r.URL, "--http-addr", "127.0.0.1:0"},
+		err := execute(ctx, []string{cmd, "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--insecure"},
 			&Env{Stdout: io.Discard, Stderr: io.Discard})
 		cancel()
 		require.ErrorContains(t, err, "maxmemory-policy is allkeys-lru", cmd)
@@ -34,7 +34,7 @@ func TestEvictingRedisIsRefusedAtStart(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- execute(ctx, []string{"api", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--allow-eviction"},
+		done <- execute(ctx, []string{"api", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--allow-eviction", "--insecure"},
 			&Env{Stdout: io.Discard, Stderr: &logs, Ready: ready})
 	}()
 	select {

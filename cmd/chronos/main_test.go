@@ -55,7 +55,7 @@ func TestDevRunsAScheduleEndToEnd(t *testing.T) {
 func TestAllRunsAScheduleEndToEnd(t *testing.T) {
 	t.Parallel()
 	r := queuetest.StartRedis(t)
-	runEndToEnd(t, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--log-level", "warn")
+	runEndToEnd(t, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--log-level", "warn", "--auth-jwt-secret", testSecret)
 }
 
 // startInProcess runs a chronos command in this process until the test
@@ -76,6 +76,7 @@ func startInProcessAt(t *testing.T, args ...string) (func(method, path, body str
 	go func() {
 		done <- execute(ctx, args, &Env{Stdout: io.Discard, Stderr: io.Discard, Ready: ready})
 	}()
+	authz := adminAuthorization(t, args) // access_test.go: "" unless args set a secret
 	var base string
 	select {
 	case addr := <-ready:
@@ -93,6 +94,9 @@ func startInProcessAt(t *testing.T, args ...string) (func(method, path, body str
 		r, err := http.NewRequest(method, base+path, strings.NewReader(body))
 		require.NoError(t, err)
 		r.Header.Set("Content-Type", "application/json")
+		if authz != "" {
+			r.Header.Set("Authorization", authz)
+		}
 		resp, err := http.DefaultClient.Do(r)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -147,7 +151,7 @@ func runEndToEnd(t *testing.T, args ...string) {
 func TestProbesAndMetricsAnswerWhileRedisStalls(t *testing.T) {
 	t.Parallel()
 	proxy := queuetest.StartProxy(t, queuetest.StartRedis(t).Addr)
-	req := startInProcess(t, "api", "--redis-url", "redis://"+proxy.Addr, "--http-addr", "127.0.0.1:0", "--log-level", "error")
+	req := startInProcess(t, "api", "--redis-url", "redis://"+proxy.Addr, "--http-addr", "127.0.0.1:0", "--log-level", "error", "--insecure")
 	code, body := req(http.MethodGet, "/readyz", "")
 	require.Equal(t, http.StatusOK, code, body)
 	code, body = req(http.MethodGet, "/metrics", "")

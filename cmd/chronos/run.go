@@ -35,6 +35,7 @@ type processSpec struct {
 	launch   *LauncherOpts
 	api      *APIOpts
 	embedded bool
+	dev      bool // chronos dev: open on loopback without auth settings
 }
 
 func newLogger(c Common, env *Env) *slog.Logger {
@@ -81,6 +82,10 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	acc, err := p.setupAccess(logger) // access.go
+	if err != nil {
+		return err
+	}
 	// What is opened or started is closed or stopped in reverse, on every
 	// way out of here: scheduler, launcher, HTTP, then Redis.
 	var pr process
@@ -96,7 +101,7 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		store.Tasks().Collector())
-	e, err := newHandler(store, rdb, p, logger, reg, ctx.Done()) // /readyz is 503 once ctx ends
+	e, err := newHandler(store, rdb, p, acc, logger, reg, ctx.Done()) // /readyz is 503 once ctx ends
 	if err != nil {
 		return err
 	}
@@ -104,9 +109,12 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err != nil {
 		return err
 	}
-	addr, srvErr, err := pr.serve(e, p, logger)
+	addr, srvErr, err := pr.serve(e, p, acc, logger, reg)
 	if err != nil {
 		return err
+	}
+	if p.api != nil && acc.verifier == nil && p.common.Insecure {
+		go warnInsecure(ctx, logger, addr)
 	}
 	logger.Info("chronos started", "http_addr", addr, "api", p.api != nil,
 		"scheduler", sched != nil, "launcher", launch != nil, "redis", redactURL(redisURL))
@@ -193,13 +201,14 @@ func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p p
 
 // newHandler returns the process's HTTP handler: the API (with asynqmon
 // at /monitoring) or only the probes, and /metrics, /debug/pprof.
-func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, logger *slog.Logger, reg *prometheus.Registry,
+func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, acc access, logger *slog.Logger, reg *prometheus.Registry,
 	stopping <-chan struct{}) (*echo.Echo, error) {
 	var e *echo.Echo
 	var err error
 	if p.api != nil {
 		cfg := apiConfig(p.api)
 		cfg.Stopping = stopping
+		acc.apiConfig(cfg, p.common.AuthOpts)
 		if e, err = api.New(store, cfg, logger, reg); err != nil {
 			return nil, inSettings(err)
 		}
@@ -208,8 +217,11 @@ func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, lo
 			e.Any("/monitoring", echo.WrapHandler(mon))
 			e.Any("/monitoring/*", echo.WrapHandler(mon))
 		}
-	} else if e, err = api.Probes(store, &api.Config{Stopping: stopping}, logger, reg); err != nil {
+	} else if e, err = api.Probes(store, &api.Config{Stopping: stopping, Auth: acc.verifier}, logger, reg); err != nil {
 		return nil, err
+	}
+	if p.common.MetricsAddr != "" { // serveMetrics serves them apart
+		return e, nil
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if p.common.Pprof {
@@ -243,7 +255,7 @@ func newParts(store *queue.Store, p processSpec, logger *slog.Logger, reg promet
 
 // serve listens on HTTP_ADDR and serves e; it returns the address and
 // the channel the server's error comes on.
-func (pr *process) serve(e *echo.Echo, p processSpec, logger *slog.Logger) (string, <-chan error, error) {
+func (pr *process) serve(e *echo.Echo, p processSpec, acc access, logger *slog.Logger, reg *prometheus.Registry) (string, <-chan error, error) {
 	ln, err := net.Listen("tcp", p.common.HTTPAddr)
 	if err != nil {
 		return "", nil, fmt.Errorf("listen on HTTP_ADDR=%s: %w (is another process using it?)", p.common.HTTPAddr, err)
@@ -254,10 +266,10 @@ func (pr *process) serve(e *echo.Echo, p processSpec, logger *slog.Logger) (stri
 	// Connections are capped so that held sockets cannot take every file
 	// descriptor; request bodies are bounded by the API (api.Config).
 	lim := api.NewConnLimiter(p.common.MaxConns)
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState,
+	srv := &http.Server{Handler: acc.handler(e), TLSConfig: acc.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: lim.ConnState,
 		ErrorLog: httpErrorLog(logger)}
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(lim.Listener(ln)) }()
+	srvErr := make(chan error, 2)
+	go func() { srvErr <- acc.serve(srv, lim.Listener(ln)) }()
 	// Each stop has its own time budget (the launcher's is
 	// SHUTDOWN_TIMEOUT), so a slow one can't eat the next one's.
 	pr.onClose(func() {
@@ -268,6 +280,11 @@ func (pr *process) serve(e *echo.Echo, p processSpec, logger *slog.Logger) (stri
 		}
 		logger.Info("stopped")
 	})
+	stopMetrics, err := serveMetrics(p.common, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), srvErr) // access.go
+	if err != nil {
+		return "", nil, err
+	}
+	pr.onClose(stopMetrics)
 	return ln.Addr().String(), srvErr, nil
 }
 

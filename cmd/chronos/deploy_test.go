@@ -58,6 +58,7 @@ func TestComposeFileRunsRealCommands(t *testing.T) {
 		d := deployed{where: "docker-compose.yml service " + name, args: s.Command, env: s.Environment, port: 8080, stopWait: wait}
 		for _, p := range s.Ports {
 			assert.True(t, strings.HasSuffix(p, ":8080"), "%s: port %s should publish the container's 8080", name, p)
+			assert.True(t, strings.HasPrefix(p, "127.0.0.1:"), "%s: port %s should be published on loopback only", name, p)
 		}
 		checkDeployed(t, d)
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -333,4 +334,42 @@ func TestAccessOpenIsExplicit(t *testing.T) {
 	_, err = api.New(b.store, &api.Config{Auth: v, Open: true}, nil, nil)
 	require.ErrorContains(t, err, "both Auth and Open")
 	require.Equal(t, http.StatusOK, b.doAuth(t, http.MethodGet, "/schedules", "").Code)
+}
+
+// The OpenAPI document states each operation's scope as the guard
+// enforces it.
+func TestOpenAPIScopes(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
+	b := setupAuth(t, api.Config{RateLimit: rate.Inf})
+	n := 0
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Scope    string `json:"x-required-scope"`
+				Security *[]any `json:"security"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &op), "%s %s", method, path)
+			if path == "/healthz" || path == "/readyz" {
+				require.NotNil(t, op.Security, path)
+				require.Empty(t, *op.Security, path)
+				continue
+			}
+			n++
+			concrete := regexp.MustCompile(`\{[a-z_]+\}`).ReplaceAllString(path, "x")
+			m := strings.ToUpper(method)
+			for _, s := range auth.KnownScopes {
+				rec := b.doAuth(t, m, concrete, "Bearer "+token(t, testSecret, "s", time.Hour, s))
+				allowed := s == auth.Scope(op.Scope) || s == auth.ScopeAdmin
+				require.Equal(t, allowed, rec.Code != http.StatusForbidden, "%s %s with %s: %d", m, path, s, rec.Code)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, n, 13)
 }

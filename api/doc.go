@@ -16,11 +16,31 @@
 //	queue.ErrConflict                              409 conflict
 //	body over Config.BodyLimit                     413 payload_too_large
 //	body not declared Content-Type application/json 415 unsupported_media_type
+//	no token, or expired, malformed, foreign-signed 401 unauthenticated, WWW-Authenticate
+//	a token without the route's scope              403 permission_denied
+//	a client over its rate (Config.RateLimit)      429 rate_limited, Retry-After
 //	Redis unreachable or not answering in time     503 unavailable, Retry-After
 //	Redis full (maxmemory reached, noeviction)     507 redis_full, Retry-After
 //	anything else (logged, message hidden)         500 internal
 //
-// and answers {"error": {"code": "...", "message": "..."}}. A 400 message
+// and answers {"error": {"code": "...", "message": "..."}}.
+//
+// # Access
+//
+// Config chooses access explicitly: Auth, a token verifier (package
+// auth), or Open. With Auth, every route but GET /healthz and GET /readyz
+// needs Authorization: Bearer <JWT>, checked before any handler runs and
+// so before anything reads Redis; each route needs a scope (access.go):
+// schedules:read for reads and previews, schedules:write for upsert and
+// pause, runs:write for run status reports, admin for deletes, manual
+// runs, the workflow store, /metrics and pprof (and any route not listed,
+// so a new route is closed until classified). admin implies every scope.
+// The verified auth.Identity is in the request's context
+// (auth.FromContext). The asynqmon dashboard under MonitoringPath takes
+// the token from a login form into an HttpOnly, SameSite=Strict cookie;
+// GET needs schedules:read, anything else admin. Each client (a token's
+// subject, or before authentication its IP address) has a token bucket
+// of Config.RateLimit requests per second. A 400 message
 // starts with the field at fault: "cron_expr: invalid cron expression ...",
 // "timezone: unknown time zone \"Mars/Base\"". Unknown JSON fields are
 // ignored; a known field of the wrong type is a 400 naming it.

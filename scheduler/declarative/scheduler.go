@@ -178,12 +178,13 @@ type task struct {
 	reg  Registration
 	cron *model.CronSchedule
 
-	next    time.Time // the next occurrence to start; may be past (missed)
-	retryAt time.Time // the pending retry this process knows of
-	orphan  bool      // restart a run orphaned by a dead process
-	running bool      // this process runs the callback now
-	again   bool      // evaluate again when the local run ends
-	queued  bool      // in the claim being built
+	next     time.Time // the next occurrence to start; may be past (missed)
+	retryAt  time.Time // the pending retry this process knows of
+	orphan   bool      // another process held the lease at Initialize: restart its run if it dies
+	orphanAt time.Time // when to look at that lease: when it lapses
+	running  bool      // this process runs the callback now
+	again    bool      // evaluate again when the local run ends
+	queued   bool      // in the claim being built
 }
 
 // Initialize validates regs, reconciles them with the persisted state,
@@ -317,7 +318,12 @@ func (s *Scheduler) initialize(ctx context.Context, regs []Registration) error {
 		if st != nil {
 			t.retryAt = st.RetryUntil
 		}
-		t.orphan = class == classOrphaned
+		if st != nil && st.LeaseHolder != "" {
+			// A run was in flight (or orphaned, when its lease has
+			// lapsed): look at the lease when it lapses, and restart the
+			// run if its holder has not released it by then.
+			t.orphan, t.orphanAt = true, st.LeaseUntil
+		}
 		if t.next.IsZero() {
 			return &CronCalculationError{Expression: r.Cron, CurrentTime: now.Format(time.RFC3339), Cause: errors.New("no occurrence within the engine's horizon")}
 		}
@@ -394,8 +400,8 @@ func (s *Scheduler) wakeAt(t *task) time.Time {
 	if !t.retryAt.IsZero() && (at.IsZero() || t.retryAt.Before(at)) {
 		at = t.retryAt
 	}
-	if t.orphan {
-		at = time.Time{}.Add(1) // now
+	if t.orphan && (at.IsZero() || t.orphanAt.Before(at)) {
+		at = t.orphanAt
 	}
 	return at
 }
@@ -470,7 +476,7 @@ func (s *Scheduler) due(now time.Time) []claimReq {
 			r = claimReq{t: t, kind: kindCron, val: t.next.UnixMilli()}
 		case !t.retryAt.IsZero() && !t.retryAt.After(now):
 			r = claimReq{t: t, kind: kindRetry, val: t.retryAt.UnixMilli()}
-		case t.orphan:
+		case t.orphan && !t.orphanAt.After(now):
 			r = claimReq{t: t, kind: kindOrphan}
 		default:
 			continue // a stale wake
@@ -530,6 +536,9 @@ func (s *Scheduler) applyClaims(batch []claimReq, res []int64, now time.Time) {
 			// Another process runs it: look again when its lease would
 			// lapse, which restarts the run if that process died.
 			s.push(t, time.UnixMilli(val+1))
+			if r.kind == kindOrphan {
+				t.orphanAt = time.UnixMilli(val + 1)
+			}
 			s.log.Debug("declarative: task runs elsewhere; looking again when its lease lapses", "task", t.reg.Name, "lease_until", time.UnixMilli(val))
 		case claimCovered:
 			switch r.kind {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,8 +78,35 @@ func isJSONObject(b []byte) bool {
 }
 
 // object is a request body decoded one field at a time, so that each
-// error names its field, unknown fields are ignored, and null means absent.
+// error names its field and null means absent.
 type object map[string]json.RawMessage
+
+// unknown reports each field of o not in known, with the known field it
+// most likely misspells: a typo must not leave a setting at its default.
+func (o object) unknown(known ...string) error {
+	names := make([]string, 0, len(o))
+	for k := range o {
+		if !slices.Contains(known, k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	var errs model.FieldErrors
+	for _, k := range names {
+		errs.Add(&model.UnknownFieldError{Field: k, Suggestion: model.SuggestField(k, known)})
+	}
+	return errs.Err()
+}
+
+// keep returns a function that passes a decoded value through and adds
+// its error, if any, to errs: a handler goes on decoding after a bad
+// field so that its answer names every bad field at once.
+func keep[T any](errs *model.FieldErrors) func(T, error) T {
+	return func(v T, err error) T {
+		errs.Add(err)
+		return v
+	}
+}
 
 // readObject reads a JSON object body.
 func (s *server) readObject(c echo.Context) (object, error) {
@@ -237,18 +265,14 @@ func pathID(c echo.Context, param, field string) (string, error) {
 }
 
 // workflowTarget reads what a run executes: workflow_id, version and
-// user_id, all required.
-func workflowTarget(o object) (workflowID string, version model.Version, userID string, err error) {
-	if workflowID, err = requireID(o, "workflow_id"); err != nil {
-		return
+// user_id, all required. Their errors go to errs.
+func workflowTarget(o object, errs *model.FieldErrors) (workflowID string, version model.Version, userID string) {
+	workflowID = keep[string](errs)(requireID(o, "workflow_id"))
+	version = keep[model.Version](errs)(o.version("version"))
+	if !errs.Has("version") {
+		errs.Add(model.ValidateID("version", string(version)))
 	}
-	if version, err = o.version("version"); err != nil {
-		return
-	}
-	if err = model.ValidateID("version", string(version)); err != nil {
-		return
-	}
-	userID, err = boundedString(o, "user_id", true)
+	userID = keep[string](errs)(boundedString(o, "user_id", true))
 	return
 }
 

@@ -38,6 +38,29 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Details lists each field at fault when a request has several, in
+	// the order of Message's "; "-separated parts.
+	Details []FieldDetail `json:"details,omitempty"`
+}
+
+// FieldDetail is one field at fault and why.
+type FieldDetail struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// fieldDetails lists the fields of a request with several faults; nil for
+// any other error.
+func fieldDetails(err error) []FieldDetail {
+	var all model.FieldErrors
+	if !errors.As(err, &all) {
+		return nil
+	}
+	out := make([]FieldDetail, len(all))
+	for i, e := range all {
+		out[i] = FieldDetail{Field: model.ErrorField(e), Message: e.Error()}
+	}
+	return out
 }
 
 // statusError is an error with its own status, code and public message.
@@ -65,12 +88,18 @@ func fieldError(field, format string, args ...any) error {
 // classify maps an error to its status, code and public message.
 func classify(err error) (int, string, string) {
 	var (
+		all model.FieldErrors
+		uf  *model.UnknownFieldError
 		fe  *model.FieldError
 		se  *statusError
 		mbe *http.MaxBytesError
 		he  *echo.HTTPError
 	)
 	switch {
+	case errors.As(err, &all):
+		return http.StatusBadRequest, CodeInvalidArgument, all.Error()
+	case errors.As(err, &uf):
+		return http.StatusBadRequest, CodeInvalidArgument, uf.Error()
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, CodeInvalidArgument, fe.Error()
 	case errors.As(err, &se):
@@ -146,7 +175,7 @@ func (s *server) handleError(err error, c echo.Context) {
 			slog.String("method", req.Method), slog.String("path", req.URL.Path),
 			slog.Int("status", status), slog.String("reason", msg), slog.String("error", err.Error()))
 	}
-	if err := c.JSON(status, ErrorBody{ErrorDetail{Code: code, Message: msg}}); err != nil {
+	if err := c.JSON(status, ErrorBody{ErrorDetail{Code: code, Message: msg, Details: fieldDetails(err)}}); err != nil {
 		s.log.WarnContext(c.Request().Context(), "write error response", slog.String("error", err.Error()))
 	}
 }

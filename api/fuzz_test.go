@@ -64,7 +64,7 @@ func (a *fuzzAPI) snapshot(t *testing.T) map[string]string {
 	return out
 }
 
-// checkError requires a 400 naming one of fields, or one of the other
+// checkError requires a 400 naming one of fields or an unknown one, or one of the other
 // statuses allowed.
 func checkError(t *testing.T, rec *httptest.ResponseRecorder, fields string, allowed ...int) {
 	t.Helper()
@@ -73,7 +73,7 @@ func checkError(t *testing.T, rec *httptest.ResponseRecorder, fields string, all
 		var got api.ErrorBody
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got), "body: %s", rec.Body.String())
 		require.Equal(t, api.CodeInvalidArgument, got.Error.Code)
-		require.Regexp(t, regexp.MustCompile(`^(`+fields+`): `), got.Error.Message)
+		require.Regexp(t, regexp.MustCompile(`^((`+fields+`): |unknown field ")`), got.Error.Message)
 		return
 	case http.StatusRequestEntityTooLarge:
 		return

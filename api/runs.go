@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -42,23 +44,23 @@ func (s *server) reportStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := o.str("status")
-	if err != nil {
-		return err
+	var errs model.FieldErrors
+	errs.Add(o.unknown("status", "run_id", "error"))
+	str := keep[string](&errs)
+	st := str(o.str("status"))
+	var status model.RunStatus
+	switch {
+	case errs.Has("status"):
+	case st == "":
+		errs.Add(fieldError("status", "is required"))
+	default:
+		if status, err = model.ParseReportedStatus(st); err != nil {
+			errs.Add(fieldError("status", "%s", err.Error()))
+		}
 	}
-	if st == "" {
-		return fieldError("status", "is required")
-	}
-	status, err := model.ParseReportedStatus(st)
-	if err != nil {
-		return fieldError("status", "%s", err.Error())
-	}
-	runID, err := boundedString(o, "run_id", false)
-	if err != nil {
-		return err
-	}
-	msg, err := o.str("error")
-	if err != nil {
+	runID := str(boundedString(o, "run_id", false))
+	msg := str(o.str("error"))
+	if err := errs.Err(); err != nil {
 		return err
 	}
 	run, err := s.store.UpdateRunStatus(c.Request().Context(), key,
@@ -76,19 +78,15 @@ func (s *server) startManualRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	wf, ver, user, err := workflowTarget(o)
-	if err != nil {
-		return err
+	var errs model.FieldErrors
+	errs.Add(o.unknown("workflow_id", "version", "user_id", "scheduled_for", "idempotency_key"))
+	wf, ver, user := workflowTarget(o, &errs)
+	at := keep[*time.Time](&errs)(o.timestamp("scheduled_for"))
+	if at == nil && !errs.Has("scheduled_for") {
+		errs.Add(fieldError("scheduled_for", "is required"))
 	}
-	at, err := o.timestamp("scheduled_for")
-	if err != nil {
-		return err
-	}
-	if at == nil {
-		return fieldError("scheduled_for", "is required")
-	}
-	key, err := optionalID(o, "idempotency_key")
-	if err != nil {
+	key := keep[string](&errs)(optionalID(o, "idempotency_key"))
+	if err := errs.Err(); err != nil {
 		return err
 	}
 	if key == "" {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -99,68 +100,39 @@ func newScheduleID() string {
 	return "sch_" + hex.EncodeToString(b[:])
 }
 
+// upsertFields are the fields POST /schedules/upsert takes.
+var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "cron_expr", "timezone",
+	"dialect", "start_at", "end_at", "jitter_ms", "overlap_policy", "catchup_policy"}
+
 // scheduleFromBody builds and validates the record an upsert asks for,
-// applying the configured defaults.
+// applying the configured defaults. Its error names every field at fault.
 func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
+	var errs model.FieldErrors
+	errs.Add(o.unknown(upsertFields...))
+	str := keep[string](&errs)
+	at := keep[*time.Time](&errs)
 	rec := &model.ScheduleRecord{Kind: model.KindCron, Target: model.TargetWorkflow}
-	var err error
-	if rec.ID, err = optionalID(o, "schedule_id"); err != nil {
-		return nil, err
-	}
-	if rec.ID == "" {
+	rec.ID = str(optionalID(o, "schedule_id"))
+	if rec.ID == "" && !errs.Has("schedule_id") {
 		rec.ID = newScheduleID()
 	}
-	if rec.WorkflowID, rec.Version, rec.UserID, err = workflowTarget(o); err != nil {
-		return nil, err
+	rec.WorkflowID, rec.Version, rec.UserID = workflowTarget(o, &errs)
+	rec.CronExpr = str(o.str("cron_expr"))
+	if strings.TrimSpace(rec.CronExpr) == "" && !errs.Has("cron_expr") {
+		errs.Add(fieldError("cron_expr", "is required"))
 	}
-	if rec.CronExpr, err = o.str("cron_expr"); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(rec.CronExpr) == "" {
-		return nil, fieldError("cron_expr", "is required")
-	}
-	if rec.Timezone, err = o.str("timezone"); err != nil {
-		return nil, err
-	}
-	if rec.Timezone == "" {
-		rec.Timezone = "UTC"
-	}
-	d, err := o.str("dialect")
-	if err != nil {
-		return nil, err
-	}
-	if rec.Dialect, err = parseDialect(d); err != nil {
-		return nil, err
-	}
-	if rec.StartAt, err = o.timestamp("start_at"); err != nil {
-		return nil, err
-	}
-	if rec.EndAt, err = o.timestamp("end_at"); err != nil {
-		return nil, err
-	}
+	rec.Timezone = cmp.Or(str(o.str("timezone")), "UTC")
+	rec.Dialect = keep[model.Dialect](&errs)(parseDialect(str(o.str("dialect"))))
+	rec.StartAt = at(o.timestamp("start_at"))
+	rec.EndAt = at(o.timestamp("end_at"))
 	rec.JitterMs = s.cfg.DefaultJitterMs
-	if j, err := o.integer("jitter_ms"); err != nil {
-		return nil, err
-	} else if j != nil {
+	if j := keep[*int64](&errs)(o.integer("jitter_ms")); j != nil {
 		rec.JitterMs = *j
 	}
-	op, err := o.str("overlap_policy")
-	if err != nil {
-		return nil, err
-	}
-	rec.OverlapPolicy = model.OverlapPolicy(op)
-	if op == "" {
-		rec.OverlapPolicy = s.cfg.DefaultOverlapPolicy
-	}
-	cp, err := o.str("catchup_policy")
-	if err != nil {
-		return nil, err
-	}
-	rec.CatchupPolicy = model.CatchupPolicy(cp)
-	if cp == "" {
-		rec.CatchupPolicy = s.cfg.DefaultCatchupPolicy
-	}
-	if err := rec.Validate(); err != nil {
+	rec.OverlapPolicy = cmp.Or(model.OverlapPolicy(str(o.str("overlap_policy"))), s.cfg.DefaultOverlapPolicy)
+	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.cfg.DefaultCatchupPolicy)
+	errs.Add(rec.Validate())
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -196,16 +168,15 @@ func (s *server) pauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := requireID(o, "schedule_id")
-	if err != nil {
-		return err
+	var errs model.FieldErrors
+	errs.Add(o.unknown("schedule_id", "paused"))
+	id := keep[string](&errs)(requireID(o, "schedule_id"))
+	paused := keep[*bool](&errs)(o.boolean("paused"))
+	if paused == nil && !errs.Has("paused") {
+		errs.Add(fieldError("paused", "is required"))
 	}
-	paused, err := o.boolean("paused")
-	if err != nil {
+	if err := errs.Err(); err != nil {
 		return err
-	}
-	if paused == nil {
-		return fieldError("paused", "is required")
 	}
 	rec, err := s.store.SetPaused(c.Request().Context(), id, *paused)
 	if err != nil {

@@ -87,6 +87,51 @@ func TestPathIDsAreDecodedOnce(t *testing.T) {
 	require.Equal(t, "xA", ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/xA", nil).ID)
 }
 
+// TestStrictInput: a field chronos does not know is a 400 naming it, with
+// the field meant where one is close, and one answer names every field at
+// fault; nothing is written.
+func TestStrictInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	body := schedule("s1")
+	body["tz"] = "America/New_York"
+	got := ok[api.ErrorBody](t, b, http.StatusBadRequest, http.MethodPost, "/schedules/upsert", body).Error
+	require.Equal(t, api.CodeInvalidArgument, got.Code)
+	require.Equal(t, `unknown field "tz" (did you mean "timezone"?)`, got.Message)
+
+	body = schedule("s1")
+	body["color"] = "red"
+	body["jitter_ms"] = -5
+	body["cron_expr"] = "61 * * * *"
+	body["overlap_policy"] = "never"
+	got = ok[api.ErrorBody](t, b, http.StatusBadRequest, http.MethodPost, "/schedules/upsert", body).Error
+	var fields []string
+	for _, d := range got.Details {
+		fields = append(fields, d.Field)
+	}
+	require.Equal(t, []string{"color", "jitter_ms", "overlap_policy", "cron_expr"}, fields, got.Message)
+	require.Contains(t, got.Message, `unknown field "color"; jitter_ms: must be between 0 and`)
+	ok[api.ErrorBody](t, b, http.StatusNotFound, http.MethodGet, "/schedules/s1", nil)
+
+	for _, tc := range []struct {
+		path string
+		body map[string]any
+		want string
+	}{
+		{"/schedules/pause", map[string]any{"schedule_id": "s1", "pause": true},
+			`unknown field "pause" (did you mean "paused"?); paused: is required`},
+		{"/run-launcher/start", map[string]any{"workflow_id": "wf", "version": 1, "user_id": "u",
+			"scheduled_for": "2026-01-01T00:00:00Z", "idempotency": "k"},
+			`unknown field "idempotency" (did you mean "idempotency_key"?)`},
+		{"/runs/k1/status", map[string]any{"status": "SUCCESS", "runid": "r"},
+			`unknown field "runid" (did you mean "run_id"?)`},
+	} {
+		got := ok[api.ErrorBody](t, b, http.StatusBadRequest, http.MethodPost, tc.path, tc.body).Error
+		require.Equal(t, tc.want, got.Message, tc.path)
+	}
+}
+
 func TestUpsertOptionalFields(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -101,8 +146,6 @@ func TestUpsertOptionalFields(t *testing.T) {
 	body["overlap_policy"] = "skip"
 	body["catchup_policy"] = "latest"
 	body["version"] = "v2.1"
-	body["color"] = "red" // unknown fields are ignored
-	body["nested"] = map[string]any{"a": []int{1}}
 	res := upsert(t, b, body)
 	require.Equal(t, time.Date(2026, 2, 2, 5, 15, 0, 0, time.UTC), *res.NextRunAt) // Monday 06:15 CET
 

@@ -153,35 +153,41 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
 // Validate checks everything that does not depend on the clock and
 // compiles the schedule, so an accepted record always has a working
-// timetable. The returned error is a *FieldError.
+// timetable. It reports every field at fault at once: the error is a
+// *FieldError, or FieldErrors when several fields are wrong.
 func (r *ScheduleRecord) Validate() error {
-	if err := ValidateID("schedule_id", r.ID); err != nil {
-		return err
-	}
+	var errs FieldErrors
+	errs.Add(ValidateID("schedule_id", r.ID))
 	if r.Target == "" {
 		r.Target = TargetWorkflow
 	}
 	if r.Target != TargetWorkflow {
-		return &FieldError{"target", fmt.Sprintf("unknown target %q (want workflow)", r.Target)}
+		errs.Add(&FieldError{"target", fmt.Sprintf("unknown target %q (want workflow)", r.Target)})
 	}
-	if err := ValidateWorkflowID("workflow_id", r.WorkflowID); err != nil {
-		return err
-	}
-	if err := ValidateID("version", string(r.Version)); err != nil {
-		return err
-	}
-	if err := ValidateText("user_id", r.UserID); err != nil {
-		return err
-	}
+	errs.Add(ValidateWorkflowID("workflow_id", r.WorkflowID))
+	errs.Add(ValidateID("version", string(r.Version)))
+	errs.Add(ValidateText("user_id", r.UserID))
 	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
-		return &FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)}
+		errs.Add(&FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)})
 	}
 	if _, err := ParseOverlapPolicy(string(r.OverlapPolicy)); err != nil {
-		return &FieldError{"overlap_policy", err.Error()}
+		errs.Add(&FieldError{"overlap_policy", err.Error()})
 	}
 	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
-		return &FieldError{"catchup_policy", err.Error()}
+		errs.Add(&FieldError{"catchup_policy", err.Error()})
 	}
+	errs.Add(r.validateWindow())
+	if !errs.Has("start_at") && !errs.Has("end_at") && !errs.Has("fire_at") {
+		if _, err := r.Compile(); err != nil {
+			errs.Add(err)
+		}
+	}
+	return errs.Err()
+}
+
+// validateWindow checks start_at, end_at and fire_at, and narrows them to
+// the milliseconds chronos stores.
+func (r *ScheduleRecord) validateWindow() error {
 	if r.StartAt != nil && r.EndAt != nil && r.EndAt.Before(*r.StartAt) {
 		return &FieldError{"end_at", "is before start_at"}
 	}
@@ -209,9 +215,6 @@ func (r *ScheduleRecord) Validate() error {
 		if f.at != nil && f.at.IsZero() {
 			return &FieldError{f.name, "0001-01-01T00:00:00Z is not a usable time (times count to the millisecond)"}
 		}
-	}
-	if _, err := r.Compile(); err != nil {
-		return err
 	}
 	return nil
 }

@@ -43,6 +43,12 @@ func FuzzValidate(f *testing.F) {
 			var fe *FieldError
 			require.True(t, errors.As(err, &fe), "%T %v", err, err)
 			require.NotEmpty(t, fe.Field)
+			var all FieldErrors
+			if errors.As(err, &all) {
+				for _, e := range all {
+					require.NotEmpty(t, ErrorField(e), "%v", e)
+				}
+			}
 			return
 		}
 		s, err := r.Compile()

@@ -13,10 +13,14 @@ import (
 )
 
 const (
-	// OverlapPolicyDefault is the overlap policy of an upsert that omits it.
-	OverlapPolicyDefault = model.OverlapAllow
-	// CatchupPolicyDefault is the catch-up policy of an upsert that omits it.
-	CatchupPolicyDefault = model.CatchupFireImmediately
+	// OverlapPolicyDefault is the overlap policy of an upsert that omits
+	// it: the cron specification's default, so a slow run is never joined
+	// by the next one unless a schedule asks for it.
+	OverlapPolicyDefault = model.OverlapSkip
+	// CatchupPolicyDefault is the catch-up policy of an upsert that omits
+	// it: the cron specification's default, so an outage does not end in a
+	// burst of stale runs unless a schedule asks for them.
+	CatchupPolicyDefault = model.CatchupNone
 	// JitterMsDefault is the jitter of an upsert that omits jitter_ms.
 	JitterMsDefault = 0
 	// BodyLimitDefault bounds request bodies: 1 MiB.
@@ -36,11 +40,10 @@ const (
 // default; a nil *Config means all defaults.
 type Config struct {
 	// DefaultOverlapPolicy applies when an upsert omits overlap_policy
-	// (DEFAULT_OVERLAP_POLICY). Default OverlapPolicyDefault (allow).
+	// (DEFAULT_OVERLAP_POLICY). Default OverlapPolicyDefault (skip).
 	DefaultOverlapPolicy model.OverlapPolicy
 	// DefaultCatchupPolicy applies when an upsert omits catchup_policy
-	// (DEFAULT_CATCHUP_POLICY). Default CatchupPolicyDefault
-	// (fire_immediately).
+	// (DEFAULT_CATCHUP_POLICY). Default CatchupPolicyDefault (none).
 	DefaultCatchupPolicy model.CatchupPolicy
 	// DefaultJitterMs applies when an upsert omits jitter_ms
 	// (DEFAULT_JITTER_MS), between 0 and model.MaxJitterMs. Default

@@ -43,8 +43,8 @@ func TestUpsertAndGet(t *testing.T) {
 	require.Equal(t, model.DialectStandard, got.Dialect)
 	require.Equal(t, "America/New_York", got.Timezone)
 	require.Zero(t, got.JitterMs)
-	require.Equal(t, model.OverlapAllow, got.OverlapPolicy)
-	require.Equal(t, model.CatchupFireImmediately, got.CatchupPolicy)
+	require.Equal(t, model.OverlapSkip, got.OverlapPolicy, "the cron specification's default")
+	require.Equal(t, model.CatchupNone, got.CatchupPolicy, "the cron specification's default")
 	require.Equal(t, t0, got.CreatedAt)
 	require.Equal(t, t0, got.UpdatedAt)
 	require.False(t, got.Paused)
@@ -597,6 +597,7 @@ func TestScheduleIsNotCompletedBeforeItsLastRunFires(t *testing.T) {
 	body["cron_expr"] = "30 0 * * *"
 	body["timezone"] = "UTC"
 	body["end_at"] = "2026-01-01T00:31:00Z"
+	body["overlap_policy"] = "allow" // only allow plans runs ahead
 	upsert(t, b, body)
 	b.clock.Set(t0.Add(29*time.Minute + 40*time.Second)) // the run at 00:30 is planned now
 	s, err := scheduler.New(b.store, nil, nil, nil)

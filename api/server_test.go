@@ -205,8 +205,8 @@ func TestConfig(t *testing.T) {
 		t.Parallel()
 		var c *api.Config
 		d := c.WithDefaults()
-		require.Equal(t, model.OverlapAllow, d.DefaultOverlapPolicy)
-		require.Equal(t, model.CatchupFireImmediately, d.DefaultCatchupPolicy)
+		require.Equal(t, model.OverlapSkip, d.DefaultOverlapPolicy)
+		require.Equal(t, model.CatchupNone, d.DefaultCatchupPolicy)
 		require.Zero(t, d.DefaultJitterMs)
 		require.EqualValues(t, 1<<20, d.BodyLimit)
 	})

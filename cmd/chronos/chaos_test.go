@@ -483,7 +483,7 @@ func (c *chaosCluster) register(n int) []chaosSchedule {
 		// takeover), so these too must fire every planned run.
 		catchup := [2]string{"fire_immediately", "none"}[i%2]
 		code, body := c.call(http.MethodPost, "/schedules/upsert", fmt.Sprintf(
-			`{"schedule_id":%q,"workflow_id":"chaos","version":1,"user_id":"chaos-test","cron_expr":"* * * * * *","timezone":"UTC","catchup_policy":%q}`, id, catchup))
+			`{"schedule_id":%q,"workflow_id":"chaos","version":1,"user_id":"chaos-test","cron_expr":"* * * * * *","timezone":"UTC","overlap_policy":"allow","catchup_policy":%q}`, id, catchup))
 		require.Equal(t, http.StatusOK, code, body)
 		var up struct {
 			ScheduleID string     `json:"schedule_id"`

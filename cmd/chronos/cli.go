@@ -70,8 +70,8 @@ type LauncherOpts struct {
 
 // APIOpts are the API's settings.
 type APIOpts struct {
-	DefaultOverlapPolicy string `name:"default-overlap-policy" env:"DEFAULT_OVERLAP_POLICY" default:"allow" enum:"allow,skip,queue" help:"Overlap policy of schedules that name none."`
-	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"fire_immediately" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
+	DefaultOverlapPolicy string `name:"default-overlap-policy" env:"DEFAULT_OVERLAP_POLICY" default:"skip" enum:"allow,skip,queue" help:"Overlap policy of schedules that name none."`
+	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"none" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
 	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
 	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
 	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. Writes also need a token of scope admin."`

@@ -33,7 +33,7 @@ func TestLauncherOutageFollowsTheCatchupPolicy(t *testing.T) {
 	created := time.Now()
 	for _, p := range policies {
 		code, body := c.call(http.MethodPost, "/schedules/upsert", fmt.Sprintf(
-			`{"schedule_id":"outage-%s","workflow_id":"chaos","version":1,"user_id":"u","cron_expr":"* * * * * *","timezone":"UTC","catchup_policy":%q}`, p, p))
+			`{"schedule_id":"outage-%s","workflow_id":"chaos","version":1,"user_id":"u","cron_expr":"* * * * * *","timezone":"UTC","overlap_policy":"allow","catchup_policy":%q}`, p, p))
 		require.Equal(t, http.StatusOK, code, body)
 	}
 	time.Sleep(12 * time.Second) // no launcher: the runs wait in asynq

@@ -32,20 +32,21 @@ var publicRoutes = map[string]bool{
 // registered route missing here needs admin, so a new route is closed
 // until someone decides who may call it.
 var routeScopes = map[string]auth.Scope{
-	"GET /openapi.json":                    auth.ScopeSchedulesRead,
-	"GET /v1/preview":                      auth.ScopeSchedulesRead,
-	"GET /schedules":                       auth.ScopeSchedulesRead,
-	"GET /schedules/:id":                   auth.ScopeSchedulesRead,
-	"GET /schedules/:id/runs":              auth.ScopeSchedulesRead,
-	"GET /runs/:idempotency_key":           auth.ScopeSchedulesRead,
-	"POST /schedules/upsert":               auth.ScopeSchedulesWrite,
-	"POST /schedules/pause":                auth.ScopeSchedulesWrite,
-	"POST /runs/:idempotency_key/status":   auth.ScopeRunsWrite,
-	"DELETE /schedules/:id":                auth.ScopeAdmin,
-	"POST /run-launcher/start":             auth.ScopeAdmin,
-	"PUT /workflows/:id/versions/:version": auth.ScopeAdmin,
-	"GET /workflows/:id/versions/:version": auth.ScopeAdmin,
-	"GET /metrics":                         auth.ScopeAdmin,
+	"GET /openapi.json":                       auth.ScopeSchedulesRead,
+	"GET /v1/preview":                         auth.ScopeSchedulesRead,
+	"GET /schedules":                          auth.ScopeSchedulesRead,
+	"GET /schedules/:id":                      auth.ScopeSchedulesRead,
+	"GET /schedules/:id/runs":                 auth.ScopeSchedulesRead,
+	"GET /runs/:idempotency_key":              auth.ScopeSchedulesRead,
+	"POST /schedules/upsert":                  auth.ScopeSchedulesWrite,
+	"POST /schedules/pause":                   auth.ScopeSchedulesWrite,
+	"POST /runs/:idempotency_key/status":      auth.ScopeRunsWrite,
+	"DELETE /schedules/:id":                   auth.ScopeAdmin,
+	"POST /run-launcher/start":                auth.ScopeAdmin,
+	"PUT /workflows/:id/versions/:version":    auth.ScopeAdmin,
+	"GET /workflows/:id/versions/:version":    auth.ScopeAdmin,
+	"DELETE /workflows/:id/versions/:version": auth.ScopeAdmin,
+	"GET /metrics":                            auth.ScopeAdmin,
 }
 
 // scopeFor returns the scope a request to route needs. The dashboard is

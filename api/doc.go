@@ -21,6 +21,8 @@
 //	a client over its rate (Config.RateLimit)      429 rate_limited, Retry-After
 //	Redis unreachable or not answering in time     503 unavailable, Retry-After
 //	Redis full (maxmemory reached, noeviction)     507 redis_full, Retry-After
+//	workflow DAG over its size quota               413 payload_too_large
+//	workflow versions quota reached                507 quota_exceeded
 //	anything else (logged, message hidden)         500 internal
 //
 // and answers {"error": {"code": "...", "message": "..."}}.
@@ -59,6 +61,25 @@
 // has no maxmemory) scripts run without flags, and a script may write
 // past maxmemory after its first write.
 //
+// Requests net/http refuses before any handler runs (a malformed request
+// line, a bad percent escape in the path, headers over 1 MiB) get its
+// own plain-text answers, "400 Bad Request" and "431 Request Header
+// Fields Too Large", not the JSON body above: net/http offers no hook to
+// shape them. A bad escape in the query is the API's 400 naming the
+// parameter.
+//
+// A request that declares a body and leaves it unread (a GET, a 404, an
+// early 400) is answered and its connection closed, rather than held
+// while net/http waits for the body; reading a body is bounded by
+// Config.BodyReadTimeout. ConnLimiter caps the connections a server
+// holds open (cmd's MAX_CONNS).
+//
+// Identifiers (ids in bodies and paths) must be valid UTF-8 with no
+// whitespace, control or invisible format characters (bidi overrides,
+// zero-width characters); user_id and run_id may hold spaces but no
+// control or format characters (model.ValidateID, model.ValidateText).
+// Invalid UTF-8 in any JSON string is a 400, never rewritten.
+//
 // # Endpoints
 //
 //	GET    /healthz                            200 {"status":"ok"}
@@ -75,6 +96,7 @@
 //	POST   /run-launcher/start                 200 {"started","run"} | 400 | 409
 //	PUT    /workflows/:id/versions/:version    200 {"workflow_id","version"} | 400
 //	GET    /workflows/:id/versions/:version    200 the DAG as stored | 400 | 404
+//	DELETE /workflows/:id/versions/:version    204 | 400 | 404
 //	GET    /openapi.json                       200 the OpenAPI 3 document
 //
 // The OpenAPI document (openapi.json in this folder, embedded) describes

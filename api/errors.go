@@ -24,6 +24,7 @@ const (
 	CodeRequestTimeout   = "request_timeout"
 	CodeUnavailable      = "unavailable"
 	CodeRedisFull        = "redis_full"
+	CodeQuotaExceeded    = "quota_exceeded"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeInternal         = "internal"
 )
@@ -111,6 +112,10 @@ func classify(err error) (int, string, string) {
 		return http.StatusInsufficientStorage, CodeRedisFull, msgRedisFull
 	case queue.IsUnavailable(err):
 		return http.StatusServiceUnavailable, CodeUnavailable, msgRedisUnavailable
+	case errors.Is(err, queue.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, CodePayloadTooLarge, err.Error()
+	case errors.Is(err, queue.ErrQuota):
+		return http.StatusInsufficientStorage, CodeQuotaExceeded, err.Error()
 	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound, CodeNotFound, err.Error()
 	case errors.Is(err, queue.ErrConflict):

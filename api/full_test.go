@@ -21,6 +21,7 @@ func TestFullRedis(t *testing.T) {
 	var logs bytes.Buffer
 	b := setup(t, setupOpts{log: &logs, redisArgs: []string{"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"}})
 	ok[api.UpsertResponse](t, b, http.StatusOK, http.MethodPost, "/schedules/upsert", schedule("s1"))
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf/versions/1", `{"nodes":[]}`)
 	filler := queuetest.Fill(t, b.rdb)
 
 	changed := schedule("s1")
@@ -33,6 +34,7 @@ func TestFullRedis(t *testing.T) {
 		{http.MethodPost, "/schedules/upsert", schedule("s2")},
 		{http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true}},
 		{http.MethodDelete, "/schedules/s1", nil},
+		{http.MethodPut, "/workflows/wf/versions/2", `{"nodes":[]}`},
 	} {
 		rec := b.do(t, r.method, r.path, r.body)
 		requireError(t, rec, http.StatusInsufficientStorage, api.CodeRedisFull, "Redis is full")
@@ -43,6 +45,9 @@ func TestFullRedis(t *testing.T) {
 	requireError(t, b.do(t, http.MethodGet, "/schedules/s2", nil), http.StatusNotFound, api.CodeNotFound, "")
 	requireError(t, b.do(t, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable, api.CodeRedisFull, "Redis is full")
 	require.Contains(t, logs.String(), "Redis is full")
+	// Deleting a workflow version only frees memory: it works when full.
+	rec := b.do(t, http.MethodDelete, "/workflows/wf/versions/1", nil)
+	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
 
 	require.NoError(t, b.rdb.Del(t.Context(), filler...).Err())
 	ok[map[string]string](t, b, http.StatusOK, http.MethodGet, "/readyz", nil)

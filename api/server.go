@@ -64,6 +64,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.POST("/run-launcher/start", s.startManualRun)
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
+	e.DELETE("/workflows/:id/versions/:version", s.deleteWorkflow)
 	if s.cfg.Auth != nil {
 		s.mountLogin(e)
 	}

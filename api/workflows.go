@@ -55,3 +55,20 @@ func (s *server) getWorkflow(c echo.Context) error {
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, dag)
 }
+
+// deleteWorkflow removes a workflow version's DAG:
+// DELETE /workflows/:id/versions/:version. Runs of it fail from then on.
+func (s *server) deleteWorkflow(c echo.Context) error {
+	id, err := pathID(c, "id", "workflow_id")
+	if err != nil {
+		return err
+	}
+	ver, err := pathID(c, "version", "version")
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteWorkflow(c.Request().Context(), id, ver); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/api"
+	"github.com/chronos-sched/chronos/queue"
 )
 
 func TestWorkflows(t *testing.T) {
@@ -42,4 +44,31 @@ func TestWorkflows(t *testing.T) {
 	requireError(t, b.do(t, http.MethodPut, "/workflows/a%FF/versions/c", `{}`), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must be valid UTF-8")
 	require.ElementsMatch(t, before, b.keys(t))
 	requireError(t, b.do(t, http.MethodGet, "/workflows/wf-2/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "")
+}
+
+// TestWorkflowQuotaAndDelete (issue 26 finding 7): the workflow store had
+// no quota and no delete. A DAG over WorkflowMaxBytes is a 413, a new
+// version past WorkflowMaxVersions a 507 quota_exceeded (replacing one is
+// not), and DELETE frees its place.
+func TestWorkflowQuotaAndDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{queue: &queue.Config{WorkflowMaxBytes: 64, WorkflowMaxVersions: 2}})
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf/versions/1", `{"v":1}`)
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf/versions/2", `{"v":2}`)
+	before := b.keys(t)
+
+	requireError(t, b.do(t, http.MethodPut, "/workflows/wf/versions/3", `{"v":3}`), http.StatusInsufficientStorage, api.CodeQuotaExceeded,
+		"workflow wf version 3: 2 versions are stored, the most allowed: delete some first")
+	requireError(t, b.do(t, http.MethodPut, "/workflows/wf/versions/1", `{"pad":"`+strings.Repeat("x", 64)+`"}`),
+		http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "workflow wf version 1: DAG of 74 bytes, over the 64 a version may hold")
+	require.ElementsMatch(t, before, b.keys(t), "a refused put writes nothing")
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf/versions/2", `{"v":"2b"}`) // a replacement fits
+
+	rec := b.do(t, http.MethodDelete, "/workflows/wf/versions/1", nil)
+	require.Equal(t, http.StatusNoContent, rec.Code, rec.Body.String())
+	requireError(t, b.do(t, http.MethodGet, "/workflows/wf/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "workflow wf version 1: not found")
+	requireError(t, b.do(t, http.MethodDelete, "/workflows/wf/versions/1", nil), http.StatusNotFound, api.CodeNotFound, "workflow wf version 1: not found")
+	requireError(t, b.do(t, http.MethodDelete, "/workflows/w%20f/versions/1", nil), http.StatusBadRequest, api.CodeInvalidArgument, "workflow_id: must not contain whitespace")
+	ok[api.WorkflowRef](t, b, http.StatusOK, http.MethodPut, "/workflows/wf/versions/3", `{"v":3}`)
+	require.Equal(t, `{"v":3}`, b.do(t, http.MethodGet, "/workflows/wf/versions/3", nil).Body.String())
 }

@@ -21,6 +21,10 @@ const (
 	LookaheadDefault = 60 * time.Second
 	// TaskMaxRetryDefault is how often asynq retries a failing launch.
 	TaskMaxRetryDefault = 5
+	// WorkflowMaxBytesDefault bounds one stored workflow DAG: 256 KiB.
+	WorkflowMaxBytesDefault = 256 << 10
+	// WorkflowMaxVersionsDefault bounds the workflow versions stored.
+	WorkflowMaxVersionsDefault = 10000
 	// NoRetry as Config.TaskMaxRetry makes the first failed launch attempt
 	// final (zero there means the default).
 	NoRetry = -1
@@ -53,6 +57,13 @@ type Config struct {
 	TaskMaxRetry int
 	// TaskTimeout bounds one launch attempt. Default 5 minutes.
 	TaskTimeout time.Duration
+	// WorkflowMaxBytes bounds the DAG of one workflow version; a larger
+	// one is refused (ErrTooLarge). Default WorkflowMaxBytesDefault.
+	WorkflowMaxBytes int
+	// WorkflowMaxVersions bounds the workflow versions stored; a new one
+	// past it is refused (ErrQuota) until some are deleted. Default
+	// WorkflowMaxVersionsDefault.
+	WorkflowMaxVersions int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -68,6 +79,8 @@ func (c *Config) WithDefaults() Config {
 	v.QueueName = cmp.Or(v.QueueName, QueueNameDefault)
 	v.TaskMaxRetry = cmp.Or(v.TaskMaxRetry, TaskMaxRetryDefault)
 	v.TaskTimeout = cmp.Or(v.TaskTimeout, 5*time.Minute)
+	v.WorkflowMaxBytes = cmp.Or(v.WorkflowMaxBytes, WorkflowMaxBytesDefault)
+	v.WorkflowMaxVersions = cmp.Or(v.WorkflowMaxVersions, WorkflowMaxVersionsDefault)
 	return v
 }
 
@@ -88,6 +101,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("queue: Config.TaskMaxRetry must be NoRetry (-1) or more, got %d", c.TaskMaxRetry)
 	case c.TaskTimeout < 0:
 		return fmt.Errorf("queue: Config.TaskTimeout must not be negative, got %s", c.TaskTimeout)
+	case c.WorkflowMaxBytes < 1:
+		return fmt.Errorf("queue: Config.WorkflowMaxBytes must be positive, got %d", c.WorkflowMaxBytes)
+	case c.WorkflowMaxVersions < 1:
+		return fmt.Errorf("queue: Config.WorkflowMaxVersions must be positive, got %d", c.WorkflowMaxVersions)
 	}
 	return nil
 }

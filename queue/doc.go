@@ -18,6 +18,7 @@
 //	chronos:{s07}:vers           STRING the shard's definition version counter (upsert.lua): ver never repeats, even for an id re-created
 //	chronos:{s07}:lease          STRING redsync lock of the shard
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON
+//	chronos:workflows            SET   the keys of the stored workflow versions (their count is capped)
 //	chronos:meta                 HASH  shards (fixed when the first process starts)
 //	chronos:schedulers           ZSET  scheduler replica id -> last heartbeat (ms)
 //	chronos:schedulers:held      HASH  scheduler replica id -> shards it holds

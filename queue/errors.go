@@ -17,6 +17,11 @@ var (
 	// ErrConflict: the request contradicts recorded state (e.g. a second
 	// final status for a run).
 	ErrConflict = errors.New("conflict")
+	// ErrTooLarge: a value over its size limit (a workflow DAG over
+	// Config.WorkflowMaxBytes).
+	ErrTooLarge = errors.New("too large")
+	// ErrQuota: storing more would pass a quota (Config.WorkflowMaxVersions).
+	ErrQuota = errors.New("quota exceeded")
 	// ErrInvalidCursor: a list cursor that no page returned.
 	ErrInvalidCursor = errors.New("invalid cursor (pass next_cursor of the previous page)")
 )

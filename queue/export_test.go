@@ -46,7 +46,7 @@ const (
 func LoadedScripts() map[string]LoadedScript {
 	out := make(map[string]LoadedScript, len(scripts))
 	for name, l := range scripts {
-		out[name] = LoadedScript{Script: l.script, Source: l.src, Writes: l.writes}
+		out[name] = LoadedScript{Script: l.script, Source: l.src, Writes: l.writes, RunsWhenFull: l.runsWhenFull}
 	}
 	return out
 }
@@ -56,6 +56,8 @@ type LoadedScript struct {
 	Script *redis.Script
 	Source string
 	Writes bool
+	// RunsWhenFull: it only frees memory (allow-oom).
+	RunsWhenFull bool
 }
 
 // ReadDueScript is the read-only script of ReadDue.

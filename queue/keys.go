@@ -43,6 +43,9 @@ func workflowKey(id, version string) string {
 }
 
 const (
+	// workflowsKey is the set of the stored workflow versions' keys: the
+	// count Config.WorkflowMaxVersions bounds.
+	workflowsKey      = keyPrefix + "workflows"
 	metaKey           = keyPrefix + "meta"
 	schedulersKey     = keyPrefix + "schedulers"
 	schedulersHeldKey = keyPrefix + "schedulers:held"

@@ -31,6 +31,7 @@ func TestKeySpelling(t *testing.T) {
 		{runKey(7, "k"), "chronos:{s07}:run:k"},
 		{manualKeyPrefix("chronos") + "k", "chronos:{chronos}:manual:k"},
 		{workflowKey("wf", "2"), "chronos:wf:{wf}:2"},
+		{workflowsKey, "chronos:workflows"},
 		{metaKey, "chronos:meta"},
 		{schedulersKey, "chronos:schedulers"},
 		{schedulersHeldKey, "chronos:schedulers:held"},
@@ -131,8 +132,8 @@ func TestLuaPreludeNamesEveryConstant(t *testing.T) {
 
 // storeScripts are the schedule store's scripts (asynq's protocol scripts
 // spell asynq's own fields).
-var storeScripts = []string{"attempt", "commit", "delete", "expire_inflight", "heartbeat", "manual_run",
-	"pause", "read_due", "release", "run_record", "status", "unhold", "upsert"}
+var storeScripts = []string{"attempt", "commit", "delete", "delete_workflow", "expire_inflight", "heartbeat", "manual_run",
+	"pause", "put_workflow", "read_due", "release", "run_record", "status", "unhold", "upsert"}
 
 // luaCode returns a script's code without its comments.
 func luaCode(t *testing.T, name string) string {

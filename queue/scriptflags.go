@@ -21,6 +21,9 @@ import (
 const (
 	shebangWrites   = "#!lua"
 	shebangReadOnly = "#!lua flags=no-writes"
+	// shebangFrees is for a script that only deletes: it runs on a full
+	// Redis, where deleting is how room is made.
+	shebangFrees = "#!lua flags=allow-oom"
 )
 
 // flagsProbe is a script that declares flags and writes nothing.

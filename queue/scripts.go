@@ -28,6 +28,12 @@ func loadReadOnlyScript(name string, libs ...string) *redis.Script {
 	return flaggedScript(shebangReadOnly, name, libs)
 }
 
+// loadFreeingScript is loadScript for a script that only deletes: Redis
+// runs it when full.
+func loadFreeingScript(name string, libs ...string) *redis.Script {
+	return flaggedScript(shebangFrees, name, libs)
+}
+
 // flaggedScript joins the script with its flags line first, where Redis
 // reads it (joinScript keeps it there), and records it in scripts.
 func flaggedScript(shebang, name string, libs []string) *redis.Script {
@@ -48,7 +54,7 @@ func flaggedScript(shebang, name string, libs []string) *redis.Script {
 	}
 	src := joinScript(append([]byte(shebang+"\n"), read(name)...), lib...)
 	sc := redis.NewScript(src)
-	scripts[name] = loaded{sc, src, shebang == shebangWrites}
+	scripts[name] = loaded{sc, src, shebang != shebangReadOnly, shebang != shebangWrites}
 	return sc
 }
 
@@ -58,9 +64,10 @@ var scripts = map[string]loaded{}
 
 // loaded is a script and whether it may write.
 type loaded struct {
-	script *redis.Script
-	src    string
-	writes bool
+	script       *redis.Script
+	src          string
+	writes       bool
+	runsWhenFull bool
 }
 
 // joinScript puts luaPrelude (the names of schema.go), then the
@@ -100,4 +107,6 @@ var (
 	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt")
+	putWorkflowScript    = loadScript("put_workflow")
+	deleteWorkflowScript = loadFreeingScript("delete_workflow")
 )

@@ -45,6 +45,9 @@ type Common struct {
 	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. Read where runs are enqueued (schedulers; the API for manual runs)."`
 	AuthOpts
 
+	WorkflowMaxBytes    int `name:"workflow-max-bytes" env:"WORKFLOW_MAX_BYTES" default:"262144" help:"Largest workflow DAG stored (PUT /workflows/...): 256 KiB by default."`
+	WorkflowMaxVersions int `name:"workflow-max-versions" env:"WORKFLOW_MAX_VERSIONS" default:"10000" help:"Most workflow versions stored; a new one past it is refused (507) until some are deleted."`
+
 	TaskTimeout time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
 }
 

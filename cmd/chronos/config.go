@@ -29,6 +29,8 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.QueueName", "QUEUE"},
 	{"Config.TaskMaxRetry", "TASK_MAX_RETRY"},
 	{"Config.TaskTimeout", "TASK_TIMEOUT"},
+	{"Config.WorkflowMaxBytes", "WORKFLOW_MAX_BYTES"},
+	{"Config.WorkflowMaxVersions", "WORKFLOW_MAX_VERSIONS"},
 
 	{"Config.TickInterval", "TICK_MS"},
 	{"Config.MaxCatchupPerTick", "MAX_CATCHUP_PER_TICK"},
@@ -87,6 +89,9 @@ func storeConfig(c Common) *queue.Config {
 		QueueName:     c.Queue,
 		TaskMaxRetry:  cmp.Or(c.TaskMaxRetry, queue.NoRetry), // TASK_MAX_RETRY=0: none, not the default
 		TaskTimeout:   c.TaskTimeout,
+
+		WorkflowMaxBytes:    c.WorkflowMaxBytes,
+		WorkflowMaxVersions: c.WorkflowMaxVersions,
 	}
 }
 

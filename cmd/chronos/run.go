@@ -399,6 +399,7 @@ func (p processSpec) validateNumbers() error {
 	errs := []error{
 		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
 		positive("TASK_TIMEOUT", c.TaskTimeout), positive("MAX_CONNS", c.MaxConns),
+		positive("WORKFLOW_MAX_BYTES", c.WorkflowMaxBytes), positive("WORKFLOW_MAX_VERSIONS", c.WorkflowMaxVersions),
 	}
 	if c.TaskMaxRetry < 0 {
 		errs = append(errs, fmt.Errorf("TASK_MAX_RETRY must be 0 (no retries) or more, got %d", c.TaskMaxRetry))

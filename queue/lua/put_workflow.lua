@@ -1,0 +1,13 @@
+-- Store a workflow version's DAG within the versions quota: a new version
+-- is refused once the store holds the most allowed; replacing one is not.
+-- KEYS[1] -> the version's key (chronos:wf:{<id>}:<version>)
+-- KEYS[2] -> the set of the stored versions' keys (chronos:workflows)
+-- ARGV[1] -> the DAG
+-- ARGV[2] -> the most versions stored
+-- Output: the number of versions stored, negated when the put was refused
+local n = redis.call('SCARD', KEYS[2])
+if redis.call('EXISTS', KEYS[1]) == 0 and n >= tonumber(ARGV[2]) then
+  return -n
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return n + redis.call('SADD', KEYS[2], KEYS[1])

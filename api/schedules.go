@@ -2,9 +2,11 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -64,6 +66,9 @@ type UpsertResponse struct {
 	// Changed is false when the stored schedule already had this body.
 	Changed bool   `json:"changed"`
 	State   string `json:"state"`
+	// Warnings say what will go wrong with the accepted schedule, such as
+	// a workflow version not registered yet.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ScheduleList is the body of GET /schedules.
@@ -102,11 +107,12 @@ func newScheduleID() string {
 
 // upsertFields are the fields POST /schedules/upsert takes.
 var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "cron_expr", "timezone",
-	"dialect", "start_at", "end_at", "jitter_ms", "overlap_policy", "catchup_policy"}
+	"dialect", "start_at", "end_at", "jitter_ms", "overlap_policy", "catchup_policy", "paused"}
 
 // scheduleFromBody builds and validates the record an upsert asks for,
-// applying the configured defaults. Its error names every field at fault.
-func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
+// applying the configured defaults, and the paused state it sets (nil:
+// keep the stored one). Its error names every field at fault.
+func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, *bool, error) {
 	var errs model.FieldErrors
 	errs.Add(o.unknown(upsertFields...))
 	str := keep[string](&errs)
@@ -131,11 +137,12 @@ func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, error) {
 	}
 	rec.OverlapPolicy = cmp.Or(model.OverlapPolicy(str(o.str("overlap_policy"))), s.cfg.DefaultOverlapPolicy)
 	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.cfg.DefaultCatchupPolicy)
+	paused := keep[*bool](&errs)(o.boolean("paused"))
 	errs.Add(rec.Validate())
 	if err := errs.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rec, nil
+	return rec, paused, nil
 }
 
 // upsertSchedule creates or updates a schedule: POST /schedules/upsert.
@@ -144,22 +151,45 @@ func (s *server) upsertSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.scheduleFromBody(o)
+	rec, paused, err := s.scheduleFromBody(o)
 	if err != nil {
 		return err
 	}
-	res, err := s.store.UpsertSchedule(c.Request().Context(), rec)
+	ctx := c.Request().Context()
+	res, err := s.store.UpsertSchedule(ctx, rec)
 	if err != nil {
 		return err
+	}
+	// An upsert without "paused" keeps the stored state, unlike the
+	// specification's pseudo-code that resets it: an operator's pause
+	// must survive the next deploy of the same schedule.
+	if paused != nil && *paused != res.Schedule.Paused {
+		if res.Schedule, err = s.store.SetPaused(ctx, rec.ID, *paused); err != nil {
+			return err
+		}
+		res.Changed = true
 	}
 	v := view(res.Schedule)
 	if res.Changed {
-		s.log.InfoContext(c.Request().Context(), "schedule upserted",
+		s.log.InfoContext(ctx, "schedule upserted",
 			slog.String("schedule_id", v.ID), slog.Bool("created", res.Created), slog.String("state", v.State))
 	}
 	return c.JSON(http.StatusOK, UpsertResponse{
 		ScheduleID: v.ID, NextRunAt: v.NextRunAt, Created: res.Created, Changed: res.Changed, State: v.State,
+		Warnings: s.upsertWarnings(ctx, rec),
 	})
+}
+
+// upsertWarnings says what will go wrong with an accepted schedule: a
+// workflow version not registered yet is accepted, since deploy order
+// varies, but its runs fail until it is.
+func (s *server) upsertWarnings(ctx context.Context, rec *model.ScheduleRecord) []string {
+	_, err := s.store.GetWorkflow(ctx, rec.WorkflowID, string(rec.Version))
+	if errors.Is(err, queue.ErrNotFound) {
+		return []string{fmt.Sprintf("workflow %s version %s is not registered: its runs will fail until it is (PUT /workflows/%s/versions/%s)",
+			rec.WorkflowID, rec.Version, rec.WorkflowID, rec.Version)}
+	}
+	return nil
 }
 
 // pauseSchedule pauses or resumes a schedule: POST /schedules/pause.

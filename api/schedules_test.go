@@ -28,6 +28,7 @@ func TestUpsertAndGet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
+	ok[map[string]any](t, b, http.StatusOK, http.MethodPut, "/workflows/wf-1/versions/3", map[string]any{"nodes": []any{}})
 	res := upsert(t, b, schedule("s1"))
 	first := time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)
 	require.Equal(t, api.UpsertResponse{ScheduleID: "s1", NextRunAt: &first, Created: true, Changed: true, State: api.StateActive}, res)
@@ -130,6 +131,47 @@ func TestStrictInput(t *testing.T) {
 		got := ok[api.ErrorBody](t, b, http.StatusBadRequest, http.MethodPost, tc.path, tc.body).Error
 		require.Equal(t, tc.want, got.Message, tc.path)
 	}
+}
+
+// TestUpsertPausedAndWarnings: an upsert without "paused" keeps the stored
+// state (an operator's pause survives the next deploy), one with it sets
+// it; a workflow version not registered yet is accepted with a warning.
+func TestUpsertPausedAndWarnings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	res := upsert(t, b, schedule("s1"))
+	require.Equal(t, []string{"workflow wf-1 version 3 is not registered: its runs will fail until it is (PUT /workflows/wf-1/versions/3)"}, res.Warnings)
+	ok[map[string]any](t, b, http.StatusOK, http.MethodPut, "/workflows/wf-1/versions/3", map[string]any{"nodes": []any{}})
+	require.Empty(t, upsert(t, b, schedule("s1")).Warnings, "registered now")
+
+	ok[detail](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true})
+	body := schedule("s1")
+	body["cron_expr"] = "0 10 * * *"
+	res = upsert(t, b, body)
+	require.Equal(t, api.StatePaused, res.State, "an upsert without paused keeps the pause")
+	require.True(t, res.Changed)
+	require.Nil(t, res.NextRunAt)
+
+	body["paused"] = false
+	res = upsert(t, b, body)
+	require.Equal(t, api.StateActive, res.State)
+	require.Equal(t, time.Date(2026, 1, 1, 15, 0, 0, 0, time.UTC), *res.NextRunAt, "10:00 New York")
+
+	body["paused"] = true
+	res = upsert(t, b, body)
+	require.Equal(t, api.StatePaused, res.State)
+	require.True(t, res.Changed)
+	res = upsert(t, b, body)
+	require.Equal(t, api.StatePaused, res.State)
+	require.False(t, res.Changed, "the same body twice changes nothing")
+
+	body = schedule("s2")
+	body["paused"] = true
+	res = upsert(t, b, body)
+	require.True(t, res.Created)
+	require.Equal(t, api.StatePaused, res.State, "created paused")
+	require.Equal(t, api.StatePaused, ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s2", nil).State)
 }
 
 func TestUpsertOptionalFields(t *testing.T) {

@@ -45,7 +45,10 @@
 // task never runs twice at once. The holder renews the lease every third of
 // Options.LeaseTTL while the callback runs and releases it with the
 // outcome. If the holder dies, the lease lapses and another process (or
-// the restarted one) runs the task again: the run was orphaned.
+// the restarted one) runs the task again: the run was orphaned. Lease
+// deadlines are read on each process's clock, so the hosts' clocks must
+// agree to well within LeaseTTL (NTP does); a clock that runs ahead by
+// more would take over runs that are still alive.
 //
 // Initialize classifies each registration against the persisted state:
 // new (no state: created), preserved (same name, expression and retry

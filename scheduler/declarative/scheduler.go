@@ -359,7 +359,7 @@ func (s *Scheduler) classify(t *task, st *taskState, now time.Time) (string, *wr
 	if st.ConfiguredBy != "" {
 		prev[fieldConfiguredBy] = st.ConfiguredBy
 	}
-	same := st.Cron == t.reg.Cron && st.RetryDelay == t.reg.RetryDelay
+	same := st.Cron == t.reg.Cron && st.RetryDelay.Milliseconds() == t.reg.RetryDelay.Milliseconds() // stored in ms
 	switch {
 	case st.LeaseHolder != "" && !st.LeaseUntil.After(now):
 		if same {

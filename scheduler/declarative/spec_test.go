@@ -3,7 +3,6 @@ package declarative
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -550,6 +549,15 @@ func TestSpec_Resources_StopContextCancelsCallbacks(t *testing.T) {
 	require.NoError(t, s.Stop(ctx))
 }
 
+func TestSpec_Polling_StartsWithTheFirstTaskOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, t0)
+	s := b.newScheduler(t)
+	require.NoError(t, s.Initialize(ctx, []Registration{}))
+	require.NoError(t, s.Stop(ctx))
+	require.Equal(t, []EventType{SchedulerInitializationStarted, SchedulerInitializationCompleted, SchedulerStopRequested, SchedulerStopped}, b.ev.types(""))
+}
+
 // utc converts times to UTC for comparison.
 func utc(ts []time.Time) []time.Time {
 	out := make([]time.Time, len(ts))
@@ -558,5 +566,3 @@ func utc(ts []time.Time) []time.Time {
 	}
 	return out
 }
-
-var _ = strings.Contains

@@ -566,3 +566,24 @@ func utc(ts []time.Time) []time.Time {
 	}
 	return out
 }
+
+func TestSpec_Lifecycle_FailedInitializeReturnsToUninitialized(t *testing.T) {
+	t.Parallel()
+	b := setup(t, t0)
+	s := b.newScheduler(t)
+	var dup *ScheduleDuplicateTaskError
+	require.ErrorAs(t, s.Initialize(ctx, []Registration{{"a", "* * * * *", ok, 0}, {"a", "* * * * *", ok, 0}}), &dup)
+	require.NoError(t, s.Stop(ctx), "stopping an uninitialized scheduler is a no-op")
+	require.NoError(t, s.Initialize(ctx, []Registration{{"a", "* * * * *", ok, 0}}), "a failed Initialize can be retried")
+	b.advance(t, t0, s)
+	require.Len(t, b.ev.starts("a"), 1)
+}
+
+func TestNew_RejectsMissingRedisAndShortLease(t *testing.T) {
+	t.Parallel()
+	_, err := New(Options{})
+	require.EqualError(t, err, "declarative: Options.Redis is required")
+	b := setup(t, t0)
+	_, err = New(Options{Redis: b.rdb, LeaseTTL: time.Millisecond})
+	require.EqualError(t, err, "declarative: Options.LeaseTTL 1ms is below 1s")
+}

@@ -25,6 +25,7 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeRedisFull        = "redis_full"
 	CodeQuotaExceeded    = "quota_exceeded"
+	CodeKeyReused        = "idempotency_key_reused"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeInternal         = "internal"
 )

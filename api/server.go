@@ -53,7 +53,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	}
 	e.GET("/openapi.json", s.openapi)
 	e.GET("/v1/preview", s.preview)
-	e.POST("/schedules/upsert", s.upsertSchedule)
+	e.POST("/schedules/upsert", s.upsertSchedule, s.idempotent)
 	e.POST("/schedules/pause", s.pauseSchedule)
 	e.GET("/schedules", s.listSchedules)
 	e.GET("/schedules/:id", s.getSchedule)
@@ -61,7 +61,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.GET("/schedules/:id/runs", s.listRuns)
 	e.GET("/runs/:idempotency_key", s.getRun)
 	e.POST("/runs/:idempotency_key/status", s.reportStatus)
-	e.POST("/run-launcher/start", s.startManualRun)
+	e.POST("/run-launcher/start", s.startManualRun, s.idempotent)
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
 	e.DELETE("/workflows/:id/versions/:version", s.deleteWorkflow)

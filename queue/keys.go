@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 )
@@ -37,6 +39,17 @@ func runKey(s int, key string) string     { return shardPrefix(s) + segRun + key
 // took, in the run queue's hash slot (beside its tasks), where the commit
 // script looks: a schedule's run with such a key is not enqueued again.
 func manualKeyPrefix(q string) string { return keyPrefix + "{" + q + "}:manual:" }
+
+// requestKey is the hash of the first answer to a request sent with an
+// Idempotency-Key header, per scope (route and caller).
+func requestKey(scope, key string) string { return keyPrefix + "req:" + requestDigest(scope, key) }
+
+// requestDigest hashes a request's scope and key: a key is the caller's
+// string, and a digest keeps the Redis key short and free of its bytes.
+func requestDigest(scope, key string) string {
+	h := sha256.Sum256([]byte(scope + "\x00" + key))
+	return hex.EncodeToString(h[:])
+}
 
 func workflowKey(id, version string) string {
 	return keyPrefix + "wf:{" + id + "}:" + version

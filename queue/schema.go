@@ -71,6 +71,14 @@ const (
 	rfRequest  = "req"   // nonce of the manual-run call that created it
 )
 
+// Fields of a request-idempotency hash (chronos:req:<digest>): the first
+// answer to a request sent with an Idempotency-Key header.
+const (
+	qfBody     = "body"   // digest of the first request's body
+	qfStatus   = "status" // its HTTP status; absent while it is being answered
+	qfResponse = "resp"   // its response body
+)
+
 // metaShards is the field of chronos:meta holding the shard count.
 const metaShards = "shards"
 
@@ -168,6 +176,7 @@ var luaNames = []struct {
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
 	{"rfRequest", rfRequest},
+	{"qfBody", qfBody}, {"qfStatus", qfStatus}, {"qfResponse", qfResponse},
 	{"metaShards", metaShards},
 	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},

@@ -109,4 +109,6 @@ var (
 	attemptScript        = loadScript("attempt")
 	putWorkflowScript    = loadScript("put_workflow")
 	deleteWorkflowScript = loadFreeingScript("delete_workflow")
+	requestClaimScript   = loadScript("request_claim")
+	requestAnswerScript  = loadScript("request_answer")
 )

@@ -59,6 +59,10 @@ type Config struct {
 	// handler starts on it; a slower client gets 408. Default
 	// BodyReadTimeoutDefault (30s).
 	BodyReadTimeout time.Duration
+	// AccessLog logs every request at info level. Otherwise a request is
+	// logged at debug, and only a server error (5xx) at error, so a
+	// busy API does not drown what its log is for. Default false.
+	AccessLog bool
 	// Stopping, when closed, makes GET /readyz answer 503, so a load
 	// balancer stops sending requests to a process that is shutting
 	// down while it finishes those in progress. Default nil (never).

@@ -13,12 +13,24 @@ import (
 )
 
 // Probes come every few seconds: a passing one is logged at debug, a
-// failing one at warn; other requests stay at info (issue 26 finding 7).
+// failing one at warn; other requests at debug, or info with AccessLog.
 func TestProbesAreLoggedAtDebug(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		accessLog bool
+		want      string
+	}{{false, "DEBUG"}, {true, "INFO"}} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			testRequestLogLevels(t, tc.accessLog, tc.want)
+		})
+	}
+}
+
+func testRequestLogLevels(t *testing.T, accessLog bool, want string) {
 	var logs bytes.Buffer
 	stopping := make(chan struct{})
-	b := setup(t, setupOpts{log: &logs, jsonLog: true, cfg: &api.Config{Stopping: stopping}})
+	b := setup(t, setupOpts{log: &logs, jsonLog: true, cfg: &api.Config{Stopping: stopping, AccessLog: accessLog}})
 	ok[map[string]string](t, b, http.StatusOK, http.MethodGet, "/healthz", nil)
 	ok[map[string]string](t, b, http.StatusOK, http.MethodGet, "/readyz", nil)
 	b.do(t, http.MethodGet, "/schedules/missing", nil)
@@ -37,5 +49,5 @@ func TestProbesAreLoggedAtDebug(t *testing.T) {
 	}
 	require.Equal(t, []string{"DEBUG"}, levels["/healthz"])
 	require.Equal(t, []string{"DEBUG", "WARN"}, levels["/readyz"])
-	require.Equal(t, []string{"INFO"}, levels["/schedules/missing"])
+	require.Equal(t, []string{want}, levels["/schedules/missing"])
 }

@@ -193,16 +193,17 @@ func (s *server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 		s.metrics.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 
-		level := slog.LevelInfo
+		level := slog.LevelDebug
 		switch {
 		case route == "/healthz" || route == "/readyz":
 			// Probed every few seconds: only a failure is news.
-			level = slog.LevelDebug
 			if status >= 400 {
 				level = slog.LevelWarn
 			}
 		case status >= 500:
 			level = slog.LevelError
+		case s.cfg.AccessLog:
+			level = slog.LevelInfo
 		}
 		s.log.LogAttrs(req.Context(), level, "http request",
 			slog.String("method", req.Method),

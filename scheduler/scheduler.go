@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,20 +171,32 @@ func (s *Scheduler) rebalance(ctx context.Context) {
 	}
 
 	if len(held) > share && othersUnder {
+		var released []int
 		for sh := range held {
 			if len(held) <= share {
 				break
 			}
 			s.stopShard(sh, true)
 			delete(held, sh)
-			s.logger.InfoContext(ctx, "shard released to rebalance", "shard", sh)
+			released = append(released, sh)
 		}
+		slices.Sort(released)
+		s.logger.InfoContext(ctx, "shards released to rebalance", "shards", released, "held", len(held))
 		return
 	}
 	want := share
 	if !othersUnder {
 		want = shards
 	}
+	// One line for the shards a round takes, not one per shard: a
+	// replica starting alone takes them all at once.
+	var acquired []int
+	defer func() {
+		if len(acquired) > 0 {
+			slices.Sort(acquired)
+			s.logger.InfoContext(ctx, "shards acquired", "shards", acquired, "held", len(held))
+		}
+	}()
 	start := mrand.IntN(shards)
 	for i := 0; i < shards && len(held) < want; i++ {
 		sh := (start + i) % shards
@@ -199,7 +212,7 @@ func (s *Scheduler) rebalance(ctx context.Context) {
 			continue
 		}
 		held[sh] = s.startShard(ctx, lease)
-		s.logger.InfoContext(ctx, "shard acquired", "shard", sh)
+		acquired = append(acquired, sh)
 	}
 }
 

@@ -77,6 +77,7 @@ type APIOpts struct {
 	DefaultCatchupPolicy string `name:"default-catchup-policy" env:"DEFAULT_CATCHUP_POLICY" default:"none" enum:"none,latest,fire_immediately,spread" help:"Catch-up policy of schedules that name none."`
 	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
 	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
+	LogHTTP              bool   `name:"log-http" env:"LOG_HTTP" help:"Log every HTTP request at info level. Otherwise requests are logged at debug, server errors at error."`
 	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. Writes also need a token of scope admin."`
 }
 

@@ -120,5 +120,6 @@ func apiConfig(o *APIOpts) *api.Config {
 		DefaultOverlapPolicy: model.OverlapPolicy(o.DefaultOverlapPolicy),
 		DefaultCatchupPolicy: model.CatchupPolicy(o.DefaultCatchupPolicy),
 		DefaultJitterMs:      o.DefaultJitterMS,
+		AccessLog:            o.LogHTTP,
 	}
 }

@@ -138,6 +138,9 @@ const (
 	attemptNotEnqueued = -1 // attempt.lua: the run is gone or past ENQUEUED
 
 	commitStale = 0 // commit.lua, per plan: the schedule changed, nothing written
+
+	requestNotClaimed = 0 // request_answer.lua: the claim is no longer this request's
+	requestAnswered   = 1 // request_answer.lua: answer recorded, or claim given up
 )
 
 // commit.lua answers an applied plan with commitApplied followed by one
@@ -189,7 +192,7 @@ var luaNames = []struct {
 	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
 	{"attemptNotEnqueued", attemptNotEnqueued},
-	{"commitStale", commitStale}, {"commitApplied", commitApplied},
+	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},
 	{"runWritten", runWritten}, {"runKept", runKept}, {"runCut", runCut},
 	{"commitHeaderArgs", commitHeaderArgs}, {"commitPlanArgs", commitPlanArgs}, {"commitRunArgs", commitRunArgs},
 }

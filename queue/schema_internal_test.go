@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 )
@@ -132,10 +133,19 @@ func TestLuaPreludeNamesEveryConstant(t *testing.T) {
 	}
 }
 
-// storeScripts are the schedule store's scripts (asynq's protocol scripts
-// spell asynq's own fields).
-var storeScripts = []string{"attempt", "commit", "delete", "delete_workflow", "expire_inflight", "heartbeat", "manual_run",
-	"pause", "put_workflow", "read_due", "release", "run_record", "status", "unhold", "upsert"}
+// storeScripts are the names of every script in lua/: all the store's
+// (asynq's own scripts are package asynqwire's).
+func storeScripts(t *testing.T) []string {
+	t.Helper()
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua"))
+	}
+	return names
+}
 
 // luaCode returns a script's code without its comments.
 func luaCode(t *testing.T, name string) string {
@@ -170,8 +180,20 @@ func TestScriptsSpellNoField(t *testing.T) {
 	}
 	literal := regexp.MustCompile(`'([^']*)'|"([^"]*)"`)
 	answer := regexp.MustCompile(`return\s*\{?\s*-?\d|out\[#out \+ 1\] = -?\d`)
-	ident := regexp.MustCompile(`\b(?:sf|rf|seg|st|src|meta|upsert|pause|delete|status|manual|attempt|commit|run)[A-Z]\w*`)
-	for _, name := range storeScripts {
+	// Names the prelude could declare: a lowercase prefix of one of its
+	// names (sf, rf, commit, ...) then a capital.
+	prefixes := map[string]bool{}
+	for _, n := range luaNames {
+		if p := strings.IndexFunc(n.name, unicode.IsUpper); p > 0 {
+			prefixes[n.name[:p]] = true
+		}
+	}
+	alts := make([]string, 0, len(prefixes))
+	for p := range prefixes {
+		alts = append(alts, p)
+	}
+	ident := regexp.MustCompile(`\b(?:` + strings.Join(alts, "|") + `)[A-Z]\w*`)
+	for _, name := range storeScripts(t) {
 		code := luaCode(t, name)
 		for _, m := range literal.FindAllStringSubmatch(code, -1) {
 			v := m[1] + m[2]

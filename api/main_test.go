@@ -174,6 +174,7 @@ type detail struct {
 	model.ScheduleRecord
 	State      string       `json:"state"`
 	Preview    []time.Time  `json:"preview"`
+	LastRun    *api.LastRun `json:"last_run"`
 	RecentRuns []*model.Run `json:"recent_runs"`
 }
 

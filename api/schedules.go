@@ -55,7 +55,23 @@ type ScheduleDetail struct {
 	// Preview is the next fire times after now; empty unless active.
 	Preview []time.Time `json:"preview"`
 	// RecentRuns are the newest runs, newest first.
+	// LastRun is the newest run whose time has come; nil before the first.
+	LastRun *LastRun `json:"last_run"`
+	// RecentRuns are the newest runs whose time has come, newest first.
 	RecentRuns []*model.Run `json:"recent_runs"`
+}
+
+// LastRun is what GET /schedules/:id says of the newest run whose time has
+// come, beside next_run_at: when it was due, its status and its error.
+type LastRun struct {
+	IdempotencyKey string          `json:"idempotency_key"`
+	RunAt          time.Time       `json:"run_at"`
+	Status         model.RunStatus `json:"status"`
+	Error          string          `json:"error"`
+	// Attempts and LastError tell of failed executor calls while the
+	// run is retried (see model.Run).
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // UpsertResponse is the body of POST /schedules/upsert.
@@ -251,11 +267,16 @@ func (s *server) getSchedule(c echo.Context) error {
 			d.Preview = model.Preview(sched, s.store.Clock().Now(), SchedulePreviewCount)
 		}
 	}
+	runs, err := s.store.QueryRuns(ctx, id, queue.RunQuery{Now: s.store.Clock().Now(), Limit: max(n, 1)})
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		r := runs[0]
+		d.LastRun = &LastRun{IdempotencyKey: r.IdempotencyKey, RunAt: r.RunAt, Status: r.Status, Error: r.Error,
+			Attempts: r.Attempts, LastError: r.LastError}
+	}
 	if n > 0 {
-		runs, err := s.store.ListRuns(ctx, id, n)
-		if err != nil {
-			return err
-		}
 		d.RecentRuns = runs
 	}
 	return c.JSON(http.StatusOK, d)
@@ -281,23 +302,50 @@ func (s *server) listSchedules(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// listRuns lists a schedule's newest runs: GET /schedules/:id/runs?limit=.
+// listRuns lists a schedule's runs: GET /schedules/:id/runs?limit=&status=&upcoming=.
+// By default the runs whose time has come, newest first: runs are queued
+// ahead of their time, and a list led by them would hide the ones that
+// fired. upcoming=true lists those queued ahead, soonest first.
 func (s *server) listRuns(c echo.Context) error {
 	id, err := pathID(c, "id", "schedule_id")
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", RunsLimitDefault, 1, RunsLimitMax)
+	q, err := runQuery(c)
 	if err != nil {
 		return err
 	}
+	q.Now = s.store.Clock().Now()
 	ctx := c.Request().Context()
 	if _, err := s.store.GetSchedule(ctx, id); err != nil {
 		return err
 	}
-	runs, err := s.store.ListRuns(ctx, id, limit)
+	runs, err := s.store.QueryRuns(ctx, id, q)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, RunList{Runs: runs})
+}
+
+// runQuery reads GET /schedules/:id/runs' query parameters, reporting
+// every invalid one at once.
+func runQuery(c echo.Context) (queue.RunQuery, error) {
+	var errs model.FieldErrors
+	q := queue.RunQuery{Limit: keep[int](&errs)(queryInt(c, "limit", RunsLimitDefault, 1, RunsLimitMax))}
+	if st := c.QueryParam("status"); st != "" {
+		switch rs := model.RunStatus(strings.ToUpper(st)); rs {
+		case model.RunEnqueued, model.RunStarted, model.RunSuccess, model.RunFailed, model.RunSkipped:
+			q.Status = rs
+		default:
+			errs.Add(fieldError("status", "must be ENQUEUED, STARTED, SUCCESS, FAILED or SKIPPED, got %q", st))
+		}
+	}
+	switch u := c.QueryParam("upcoming"); u {
+	case "", "false":
+	case "true":
+		q.Upcoming = true
+	default:
+		errs.Add(fieldError("upcoming", "must be true or false, got %q", u))
+	}
+	return q, errs.Err()
 }

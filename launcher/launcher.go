@@ -360,7 +360,7 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
-		if err := l.recordFailedAttempt(ctx, p, l.store.Clock().Now().Add(retryDelay(retried, err, nil))); err != nil {
+		if err := l.recordFailedAttempt(ctx, p, l.store.Clock().Now().Add(retryDelay(retried, err, nil)), err.Error()); err != nil {
 			l.logger.WarnContext(ctx, "failed attempt not recorded; the retry will be judged late or not from the run's due time",
 				"idempotency_key", p.IdempotencyKey, "err", err)
 		}
@@ -492,10 +492,10 @@ func dueAt(p *queue.TaskPayload, enqueuedAt time.Time) time.Time {
 
 // recordFailedAttempt counts a failed executor call, even when the task's
 // context has ended, so the retry is not judged late.
-func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload, retryAt time.Time) error {
+func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload, retryAt time.Time, reason string) error {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	return l.store.RecordFailedAttempt(ctx, p, retryAt)
+	return l.store.RecordFailedAttempt(ctx, p, retryAt, reason)
 }
 
 // fail records the run FAILED, unless it has moved on meanwhile (the

@@ -59,4 +59,10 @@ type Run struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 	Error          string     `json:"error"`
 	Source         RunSource  `json:"source"`
+	// Attempts counts the executor calls that failed before the run
+	// started; LastError says why the last one failed and NextAttemptAt
+	// when it is tried again (nil once the run has left ENQUEUED).
+	Attempts      int        `json:"attempts"`
+	LastError     string     `json:"last_error,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 }

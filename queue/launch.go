@@ -106,13 +106,15 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 
 // RecordFailedAttempt counts a failed executor call of a run that has
 // not started, before asynq retries its task at retryAt. A launcher judges
+// reason is shown with the run (last_error) beside the attempts, so a
+// run being retried says why. A launcher judges
 // a run's lateness from its due time on its first attempt and from
 // retryAt on a retry (a retry is late by its backoff, not missed).
 // asynq's retry count cannot tell them apart: a task can be retried
 // without an executor call (a failed status report) or recovered from a
 // launcher that died, and those are first attempts still.
-func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload, retryAt time.Time) error {
-	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now()), ms(retryAt)).Err()
+func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload, retryAt time.Time, reason string) error {
+	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now()), ms(retryAt), reason).Err()
 	if err != nil {
 		return fmt.Errorf("record failed attempt of run %s: %w", p.IdempotencyKey, err)
 	}

@@ -37,23 +37,37 @@ func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 	require.JSONEq(t, `{}`, string(st.DAG))
 
 	for i := range 2 {
-		require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now().Add(time.Duration(i+1)*time.Second)))
+		require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now().Add(time.Duration(i+1)*time.Second), fmt.Sprintf("boom %d", i+1)))
 	}
 	st, err = store.LoadLaunch(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, 2, st.FailedAttempts)
 	require.True(t, st.RetryAt.Equal(clock.Now().Add(2*time.Second)), "retry at %v", st.RetryAt)
+	// The run shows the retry at once: how many attempts failed, why the
+	// last did, when the next is.
+	run, _, err := store.GetRun(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, model.RunEnqueued, run.Status)
+	require.Equal(t, 2, run.Attempts)
+	require.Equal(t, "boom 2", run.LastError)
+	require.NotNil(t, run.NextAttemptAt)
+	require.True(t, run.NextAttemptAt.Equal(clock.Now().Add(2*time.Second)), "next attempt at %v", run.NextAttemptAt)
 
 	_, err = store.UpdateRunStatus(ctx, "k", queue.StatusUpdate{Status: model.RunStarted})
 	require.NoError(t, err)
-	require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now()))
+	require.NoError(t, store.RecordFailedAttempt(ctx, p, clock.Now(), "boom"))
 	st, err = store.LoadLaunch(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, model.RunStarted, st.Status)
 	require.Equal(t, 2, st.FailedAttempts)
+	run, _, err = store.GetRun(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, 2, run.Attempts, "a started run keeps its failed attempts")
+	require.Equal(t, "boom 2", run.LastError)
+	require.Nil(t, run.NextAttemptAt, "no next attempt once started")
 
 	gone := &queue.TaskPayload{IdempotencyKey: "gone", WorkflowID: "wf", Version: "1", Source: model.SourceManual}
-	require.NoError(t, store.RecordFailedAttempt(ctx, gone, clock.Now()))
+	require.NoError(t, store.RecordFailedAttempt(ctx, gone, clock.Now(), "boom"))
 	st, err = store.LoadLaunch(ctx, gone)
 	require.NoError(t, err)
 	require.Equal(t, model.RunStatus(""), st.Status)

@@ -19,9 +19,10 @@ import (
 // jitter), st (status), rid (run id), enq (enqueued_at ms), cr, up
 // (created/updated ms), err, src (schedule | manual). A run the executor
 // failed to start also has att (failed attempts, see RecordFailedAttempt)
-// and retry (when the last one's retry was due, ms), which only launchers
-// read.
-var runFields = []string{rfSchedule, rfRunAt, rfFireAt, rfStatus, rfRunID, rfEnqueued, rfCreated, rfUpdated, rfError, rfSource}
+// retry (when the last one's retry is due, ms) and lerr (why it failed),
+// shown as attempts, next_attempt_at and last_error.
+var runFields = []string{rfSchedule, rfRunAt, rfFireAt, rfStatus, rfRunID, rfEnqueued, rfCreated, rfUpdated, rfError, rfSource,
+	rfAttempts, rfRetryAt, rfLastErr}
 
 func runFromFields(key string, v []any) (*model.Run, error) {
 	str := func(i int) string { s, _ := v[i].(string); return s }
@@ -48,6 +49,12 @@ func runFromFields(key string, v []any) (*model.Run, error) {
 		t := msTime(5)
 		r.EnqueuedAt = &t
 	}
+	r.Attempts, _ = strconv.Atoi(str(10))
+	r.LastError = str(12)
+	if str(11) != "" && r.Status == model.RunEnqueued {
+		t := msTime(11)
+		r.NextAttemptAt = &t
+	}
 	return r, nil
 }
 
@@ -72,6 +79,92 @@ func (s *Store) ListRuns(ctx context.Context, scheduleID string, limit int) ([]*
 		r, err := runFromFields(k, cmds[i].Val())
 		if errors.Is(err, ErrNotFound) {
 			continue // trimmed between the two reads
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// RunQuery selects a schedule's runs for QueryRuns.
+type RunQuery struct {
+	// Upcoming selects the runs whose time has not come (run_at after
+	// Now), soonest first; otherwise those whose time has come, newest
+	// first.
+	Upcoming bool
+	// Status keeps only runs with this status; "" keeps all.
+	Status model.RunStatus
+	// Now divides past from upcoming.
+	Now time.Time
+	// Limit is the most runs returned, at least 1.
+	Limit int
+}
+
+// runPage is how many history entries QueryRuns reads per round trip
+// while a status filter drops some.
+const runPage = 200
+
+// QueryRuns returns a schedule's runs as q selects them. The history is
+// scored by run time, so each side of Now is one range read; a status
+// filter reads on, a page at a time, until Limit runs match or the
+// history ends (it is trimmed, so that is bounded).
+func (s *Store) QueryRuns(ctx context.Context, scheduleID string, q RunQuery) ([]*model.Run, error) {
+	sh := s.shard(scheduleID)
+	hkey := historyKey(sh, scheduleID)
+	now := strconv.FormatInt(ms(q.Now), 10)
+	page := int64(q.Limit)
+	if q.Status != "" {
+		page = max(page, runPage)
+	}
+	out := make([]*model.Run, 0, q.Limit)
+	for offset := int64(0); ; offset += page {
+		var keys []string
+		var err error
+		if q.Upcoming {
+			keys, err = s.rdb.ZRangeByScore(ctx, hkey, &redis.ZRangeBy{Min: "(" + now, Max: "+inf", Offset: offset, Count: page}).Result()
+		} else {
+			keys, err = s.rdb.ZRevRangeByScore(ctx, hkey, &redis.ZRangeBy{Min: "-inf", Max: now, Offset: offset, Count: page}).Result()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %s: %w", scheduleID, err)
+		}
+		runs, err := s.loadRuns(ctx, sh, keys)
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %s: %w", scheduleID, err)
+		}
+		for _, r := range runs {
+			if q.Status == "" || r.Status == q.Status {
+				out = append(out, r)
+				if len(out) == q.Limit {
+					return out, nil
+				}
+			}
+		}
+		if int64(len(keys)) < page {
+			return out, nil
+		}
+	}
+}
+
+// loadRuns loads the runs of keys from shard sh in one pipeline, leaving
+// out those trimmed since their keys were read.
+func (s *Store) loadRuns(ctx context.Context, sh int, keys []string) ([]*model.Run, error) {
+	cmds := make([]*redis.SliceCmd, len(keys))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HMGet(ctx, runKey(sh, k), runFields...)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]*model.Run, 0, len(keys))
+	for i, k := range keys {
+		r, err := runFromFields(k, cmds[i].Val())
+		if errors.Is(err, ErrNotFound) {
+			continue
 		}
 		if err != nil {
 			return nil, err

@@ -68,6 +68,7 @@ const (
 	rfSource   = "src"   // schedule or manual
 	rfAttempts = "att"   // failed executor attempts before it started
 	rfRetryAt  = "retry" // when the retry after the last failed attempt was due
+	rfLastErr  = "lerr"  // why the last failed attempt failed
 	rfRequest  = "req"   // nonce of the manual-run call that created it
 )
 
@@ -178,7 +179,7 @@ var luaNames = []struct {
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
-	{"rfRequest", rfRequest},
+	{"rfLastErr", rfLastErr}, {"rfRequest", rfRequest},
 	{"qfBody", qfBody}, {"qfStatus", qfStatus}, {"qfResponse", qfResponse},
 	{"metaShards", metaShards},
 	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},

@@ -381,7 +381,7 @@ func TestARunHeldBehindARunBeingRetriedStartsWhenItTimesOut(t *testing.T) {
 	b.report(t, "started", model.IdempotencyKey("started", start.Add(2*time.Minute)), model.RunStarted)
 	require.NoError(t, b.store.RecordFailedAttempt(ctx, &queue.TaskPayload{
 		IdempotencyKey: model.IdempotencyKey("retrying", start.Add(2*time.Minute)), ScheduleID: "retrying"},
-		b.clock.Now().Add(time.Minute)))
+		b.clock.Now().Add(time.Minute), "boom"))
 	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+model.IdempotencyKey("launching", start.Add(2*time.Minute)), "state", "active").Err())
 	// 00:04 is held behind 00:02; at 00:07 RUN_TIMEOUT fails 00:02.
 	b.runUntil(t, start.Add(7*time.Minute+30*time.Second), 30*time.Second)

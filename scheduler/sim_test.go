@@ -719,7 +719,7 @@ func (s *sim) launch() {
 			case x < 0.95:
 				r.lost = true
 			case x < 0.98:
-				s.noErr(s.store.RecordFailedAttempt(s.ctx, &queue.TaskPayload{IdempotencyKey: k, ScheduleID: r.sid}, s.now().Add(time.Second)), "failed attempt")
+				s.noErr(s.store.RecordFailedAttempt(s.ctx, &queue.TaskPayload{IdempotencyKey: k, ScheduleID: r.sid}, s.now().Add(time.Second), "sim"), "failed attempt")
 				r.attempts++
 				s.logf("launcher: failed attempt of run %s of %s", r.runAt.Format("15:04:05"), r.sid)
 			}

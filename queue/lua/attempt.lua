@@ -5,9 +5,10 @@
 -- KEYS[1] -> run hash
 -- ARGV[1] -> now, ms
 -- ARGV[2] -> when the retry is due, ms
+-- ARGV[3] -> why the attempt failed, shown with the run until it ends
 -- Output: attempts counted so far, or attemptNotEnqueued
 if redis.call('HGET', KEYS[1], rfStatus) ~= stEnqueued then
   return attemptNotEnqueued
 end
-redis.call('HSET', KEYS[1], rfUpdated, ARGV[1], rfRetryAt, ARGV[2])
+redis.call('HSET', KEYS[1], rfUpdated, ARGV[1], rfRetryAt, ARGV[2], rfLastErr, ARGV[3])
 return redis.call('HINCRBY', KEYS[1], rfAttempts, 1)

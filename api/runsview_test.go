@@ -64,4 +64,3 @@ func TestRunsWhoseTimeHasComeAndUpcoming(t *testing.T) {
 	d = ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/s2", nil)
 	require.Nil(t, d.LastRun, "no run yet")
 }
-

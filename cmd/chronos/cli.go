@@ -42,7 +42,7 @@ type Common struct {
 	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`
 	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`
 	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"asynq queue of run tasks."`
-	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. Read where runs are enqueued (schedulers; the API for manual runs)."`
+	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. While retried, the run shows attempts, last_error and next_attempt_at. Read where runs are enqueued (schedulers; the API for manual runs)."`
 	AuthOpts
 
 	WorkflowMaxBytes    int `name:"workflow-max-bytes" env:"WORKFLOW_MAX_BYTES" default:"262144" help:"Largest workflow DAG stored (PUT /workflows/...): 256 KiB by default."`

@@ -112,7 +112,7 @@ func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometh
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.guard, s.guardBody, checkQuery) // guard (access.go): tokens, scopes, rate limits
+	e.Use(s.observe, s.guardBody, s.guard, checkQuery) // guard (access.go): tokens, scopes, rate limits; guardBody first, so its refusals close an unread body too
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

@@ -73,3 +73,29 @@ func TestDeclaredButUnsentBody(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// With authentication, a refusal (401, 429) comes before any handler:
+// it too must not wait for a declared body, or an unauthenticated client
+// holds sockets for ever.
+func TestDeclaredButUnsentBodyRefusedByAuth(t *testing.T) {
+	t.Parallel()
+	b := setupAuth(t, api.Config{BodyReadTimeout: 300 * time.Millisecond})
+	srv := httptest.NewServer(b.e)
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/schedules/upsert", "/v1/preview", "/nope"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() }) // before srv.Close, which waits for the server's side
+		_, err = io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n")
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		r := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err, "POST %s: no answer", path)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		_, err = r.ReadByte()
+		require.True(t, errors.Is(err, io.EOF), "POST %s: the server must close the connection, got %v", path, err)
+	}
+}

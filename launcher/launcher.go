@@ -23,8 +23,8 @@ const (
 	ConcurrencyDefault = 10
 	// PollIntervalDefault is how often an idle launcher looks for tasks.
 	PollIntervalDefault = 50 * time.Millisecond
-	// ForwardIntervalDefault is how often tasks enqueued ahead (ProcessAt)
-	// are moved to pending when due.
+	// ForwardIntervalDefault is how often a launcher makes the runs
+	// enqueued ahead and the retries whose time has come runnable.
 	ForwardIntervalDefault = 100 * time.Millisecond
 	// ShutdownTimeoutDefault is how long Stop waits for runs in progress.
 	ShutdownTimeoutDefault = 30 * time.Second
@@ -45,8 +45,8 @@ type Config struct {
 	// PollInterval is how often an idle launcher looks for tasks. Default
 	// PollIntervalDefault.
 	PollInterval time.Duration
-	// ForwardInterval is how often due ProcessAt tasks become pending.
-	// Default ForwardIntervalDefault.
+	// ForwardInterval is how often due tasks enqueued ahead and due
+	// retries become pending. Default ForwardIntervalDefault.
 	ForwardInterval time.Duration
 	// ShutdownTimeout bounds Stop's wait for runs in progress. Default
 	// ShutdownTimeoutDefault.
@@ -133,14 +133,16 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	l.lane = newLane(l)
 	// The server's worker starts runs as the lane's do (handle); the
 	// server is there for what asynq's servers do for a queue besides:
-	// recover the tasks of launchers that died (lease expired), make
-	// retries and tasks enqueued ahead pending when due, delete completed
-	// tasks past their retention, and list the launcher in asynqmon.
+	// recover the tasks of launchers that died (lease expired), delete
+	// completed tasks past their retention, and list the launcher in
+	// asynqmon. Its forwarder is turned off (neverForward): it would make
+	// runs enqueued ahead pending by this host's clock; forwardLoop does
+	// it by the shared clock.
 	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
 		Concurrency:              1,
 		Queues:                   map[string]int{store.Config().QueueName: 1},
 		TaskCheckInterval:        c.PollInterval,
-		DelayedTaskCheckInterval: c.ForwardInterval,
+		DelayedTaskCheckInterval: neverForward,
 		ShutdownTimeout:          c.ShutdownTimeout,
 		RetryDelayFunc:           retryDelay,
 		Logger:                   asynqwire.Logger{L: logger},
@@ -177,7 +179,38 @@ func (l *Launcher) Start(ctx context.Context) error {
 	ctx, l.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	l.loops.Go(func() { l.archivedLoop(ctx) })
 	l.loops.Go(func() { l.skewLoop(ctx) })
+	l.loops.Go(func() { l.forwardLoop(ctx) })
 	return nil
+}
+
+// neverForward is the interval of the asynq server's forwarder: asynq
+// has no switch to turn it off, and its first pass comes after one
+// interval.
+const neverForward = 100 * 365 * 24 * time.Hour
+
+// forwardLoop makes due runs enqueued ahead runnable every
+// ForwardInterval by the shared clock, so no launcher is handed a run
+// before its time however fast its host's clock is, and due retries by
+// this host's clock, which scored them (their time is a backoff, not a
+// fire time). Schedulers forward runs enqueued ahead too, on each tick
+// boundary.
+func (l *Launcher) forwardLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.ForwardInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := l.store.Tasks().Forward(ctx, l.store.Clock().Now())
+		if err == nil {
+			_, err = l.store.Tasks().ForwardRetries(ctx, time.Now())
+		}
+		if err != nil && ctx.Err() == nil {
+			l.logger.WarnContext(ctx, "forwarding due run tasks failed; retrying", "err", err)
+		}
+	}
 }
 
 // Stop stops taking tasks and waits for the runs in progress, up to

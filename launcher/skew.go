@@ -8,11 +8,14 @@ import (
 	"time"
 )
 
-// asynq's forwarder in every launcher moves runs enqueued ahead to the
-// pending list by its own host's clock, so any launcher can be handed a
-// run as early as the fastest launcher host is ahead of Redis. Each
-// launcher reports its host's skew in a heartbeat and learns the largest
-// among the live ones (fleetSkew), which waitForFireTime waits out.
+// Launchers before this version let asynq's forwarder move runs
+// enqueued ahead to the pending list by their own host's clock, so any
+// launcher could be handed a run as early as the fastest such host was
+// ahead of Redis. Launchers now forward by the shared clock (forwardLoop),
+// but during a rolling upgrade old ones still run: each launcher reports
+// its host's skew in a heartbeat and learns the largest among the live
+// ones (fleetSkew), which waitForFireTime waits out. Once no launcher of
+// an older version runs, this heartbeat can go.
 const (
 	// skewReportInterval is how often a launcher reports its skew.
 	skewReportInterval = 5 * time.Second

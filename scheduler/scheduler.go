@@ -295,13 +295,13 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 }
 
 // forwardLoop makes the runs enqueued ahead runnable on each tick
-// boundary, when they come due on the shared clock (asynqwire.Queue.Forward): asynq's
-// servers would too, but 100 tasks per call every 100 ms, which leaves a
-// second's worth of 10,000 runs waiting up to a second.
+// boundary, when they come due on the shared clock
+// (asynqwire.Queue.Forward): the moment their second begins, where the
+// launchers' own forwarding comes up to ForwardInterval later.
 func (s *Scheduler) forwardLoop(ctx context.Context) {
 	s.onTicks(ctx, func() {
 		if _, err := s.store.Tasks().Forward(ctx, s.store.Clock().Now()); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "forwarding due run tasks failed; asynq's servers forward them too", "err", err)
+			s.logger.WarnContext(ctx, "forwarding due run tasks failed; launchers forward them too", "err", err)
 		}
 	})
 }

@@ -10,6 +10,32 @@
 // EnqueueLua is the Lua library that writes a task; the schedule store's
 // commit and manual run scripts put it before their own code.
 //
+// # Who forwards, by which clock
+//
+// A task enqueued ahead waits in the Scheduled set until its second; a
+// failed attempt's retry waits in the Retry set. asynq's servers forward
+// both every DelayedTaskCheckInterval, 100 at a time, by their host's
+// clock, and have no switch to stop it. So each set is now forwarded by
+// the clock that scored it:
+//
+//   - Runs enqueued ahead are scored by their fire time on the shared
+//     clock, and only the shared clock forwards them (Forward): schedulers
+//     on each tick boundary, 4,000 a call, and each launcher every
+//     ForwardInterval. A launcher's asynq server gets an interval of a
+//     century (launcher.neverForward), so no launcher is handed a run
+//     before its second however fast its host's clock runs.
+//   - Retries are scored by the host that finished the failed attempt
+//     (its clock plus the backoff), and launchers forward them by their
+//     host's clock (ForwardRetries). Skew there shifts a backoff, not a
+//     fire time.
+//
+// Launchers still forward runs enqueued ahead, not only schedulers: a
+// manual run booked ahead, and retries, must not wait for a scheduler to
+// be up. Both call the same script on the same clock, and a task moves
+// once whoever calls.
+//
+// MEASUREMENT
+//
 // # Version
 //
 // This mirrors asynq v0.26.0 (go.mod): the keys of internal/base/base.go,

@@ -14,7 +14,7 @@ import (
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
-// Runs enqueued ahead become runnable when their second comes on the
+// Runs enqueued ahead, and retries, become runnable when their second comes on the
 // clock Forward is given, not before: moved to asynq's pending list in pages,
 // each as asynq's own forwarder would leave it.
 func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
@@ -55,4 +55,25 @@ func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
 	moved, err = store.Tasks().Forward(ctx, due)
 	require.NoError(t, err)
 	require.Zero(t, moved, "each task moves once")
+
+	// A retry is forwarded the same way, when its time comes.
+	taken, err := store.Tasks().Take(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, taken, 1)
+	retryAt := due.Add(time.Hour)
+	mine, err := store.Tasks().Finish(ctx, taken[0], asynqwire.Retry, retryAt, "executor answered 503")
+	require.NoError(t, err)
+	require.True(t, mine)
+	moved, err = store.Tasks().Forward(ctx, retryAt)
+	require.NoError(t, err)
+	require.Equal(t, 1, moved, "Forward moves the run due at due+1s, not the retry")
+	moved, err = store.Tasks().ForwardRetries(ctx, retryAt.Add(-time.Second))
+	require.NoError(t, err)
+	require.Zero(t, moved, "before its second")
+	moved, err = store.Tasks().ForwardRetries(ctx, retryAt)
+	require.NoError(t, err)
+	require.Equal(t, 1, moved)
+	info := queuetest.RequireTask(t, rdb, queue.QueueNameDefault, taken[0].ID)
+	require.Equal(t, asynq.TaskStatePending, info.State)
+	require.Equal(t, 1, info.Retried)
 }

@@ -102,11 +102,24 @@ const ForwardBatch = 4000
 // Forward makes the tasks scheduled at or before now runnable (Scheduled
 // set to Pending list), as asynq's forwarder does, and says how many it
 // moved. Several callers at once are harmless: each call moves a task
-// once.
+// once. Pass the clock the tasks' times were scored by: chronos scores a
+// run by its fire time on the shared clock.
 func (q *Queue) Forward(ctx context.Context, now time.Time) (int, error) {
+	return q.forward(ctx, q.keys.Scheduled(), now)
+}
+
+// ForwardRetries makes the tasks to retry at or before now runnable (Retry
+// set to Pending list), as asynq's forwarder does. A retry's time is
+// scored by the host that finished the failed attempt (Finish's retryAt,
+// or asynq's server), so now is the host's clock.
+func (q *Queue) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
+	return q.forward(ctx, q.keys.Retry(), now)
+}
+
+func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, error) {
 	total := 0
 	for {
-		n, err := forwardScript.Run(ctx, q.rdb, []string{q.keys.Scheduled(), q.keys.Pending()},
+		n, err := forwardScript.Run(ctx, q.rdb, []string{from, q.keys.Pending()},
 			now.Unix(), q.keys.TaskPrefix(), now.UnixNano(), ForwardBatch).Int()
 		if err != nil {
 			return total, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)

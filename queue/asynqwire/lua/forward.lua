@@ -1,9 +1,9 @@
--- Make run tasks whose time has come runnable: move them from asynq's
--- scheduled set to its pending list with the fields asynq's own forwarder
--- sets, up to ARGV[4] at a time. asynq's servers do the same every 100 ms,
--- 100 tasks a call; schedulers do it on each second so a second's worth of
--- runs enqueued ahead is runnable in a few calls. Run tasks have no group.
--- KEYS[1] -> asynq:{<queue>}:scheduled
+-- Make tasks whose time has come runnable: move them from asynq's
+-- scheduled or retry set to its pending list with the fields asynq's own
+-- forwarder sets, up to ARGV[4] at a time (asynq's moves 100 a call), so
+-- a second's worth of runs enqueued ahead is runnable in a few calls. Run
+-- tasks have no group.
+-- KEYS[1] -> asynq:{<queue>}:scheduled or asynq:{<queue>}:retry
 -- KEYS[2] -> asynq:{<queue>}:pending
 -- ARGV[1] -> now, unix s (tasks scored at or before it are due)
 -- ARGV[2] -> asynq task key prefix ("asynq:{<queue>}:t:")

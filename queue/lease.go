@@ -95,9 +95,10 @@ func (s *Store) Heartbeat(ctx context.Context, replica string, held int, now tim
 // LauncherHeartbeat records a launcher replica as alive with its host
 // clock's skew against the shared clock (positive: ahead), and returns
 // the largest skew among the live launchers (seen within window), its own
-// included. asynq's forwarder in every launcher moves runs enqueued ahead
-// to the pending list by its own host's clock, so a run can reach any
-// launcher as early as the fastest host's skew.
+// included. Launchers of older versions let asynq's forwarder move runs
+// enqueued ahead to the pending list by their host's clock, so during a
+// rolling upgrade a run can reach any launcher as early as the fastest
+// such host's skew.
 func (s *Store) LauncherHeartbeat(ctx context.Context, replica string, skew time.Duration, now time.Time, window time.Duration) (time.Duration, error) {
 	live, err := s.heartbeat(ctx, launchersKey, launchersSkewKey, replica, skew.Milliseconds(), now, window)
 	if err != nil {

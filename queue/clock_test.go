@@ -13,6 +13,9 @@ import (
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
+// slowRoundTrip is how long slowFirstTimes holds up a TIME command.
+const slowRoundTrip = 400 * time.Millisecond
+
 // slowFirstTimes holds up the first n TIME commands on their way to Redis,
 // as a GC pause, a busy CPU or an uneven network path would.
 type slowFirstTimes struct {
@@ -27,7 +30,9 @@ func (h *slowFirstTimes) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 func (h *slowFirstTimes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if cmd.Name() == "time" && h.seen.Add(1) <= h.n {
-			time.Sleep(400 * time.Millisecond)
+			// Real time must pass: the latency itself is what the clock
+			// must not mistake for Redis TIME having moved on.
+			<-time.After(slowRoundTrip)
 		}
 		return next(ctx, cmd)
 	}

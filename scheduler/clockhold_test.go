@@ -29,9 +29,8 @@ func TestShardLoopsDoNotSpinWhileTheClockHoldsStill(t *testing.T) {
 	mr.SetTime(time.Now()) // miniredis's TIME stands still at what is set
 	require.NoError(t, clock.Sync(context.Background()))
 	// The last time read is 990 ms into a second...
-	for clock.Now().UnixMilli()%1000 < 985 {
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return clock.Now().UnixMilli()%1000 >= 985 },
+		3*time.Second, time.Millisecond, "the clock never read 985 ms or more into a second")
 	// ...when Redis TIME steps back 5 s: the clock holds still for 5 s.
 	mr.SetTime(time.Now().Add(-5 * time.Second))
 	require.NoError(t, clock.Sync(context.Background()))
@@ -42,7 +41,10 @@ func TestShardLoopsDoNotSpinWhileTheClockHoldsStill(t *testing.T) {
 	s, err := New(store, &Config{TickInterval: time.Second}, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(context.Background()))
-	time.Sleep(2 * time.Second)
+	// Real time must pass: the test counts the Redis commands the loops
+	// send over a stretch of wall time while the clock holds still.
+	const watched = 2 * time.Second
+	<-time.After(watched)
 	require.NoError(t, s.Stop(context.Background()))
 	after := trc.InfoMap(context.Background(), "stats").Item("Stats", "total_commands_processed")
 	b, _ := strconv.Atoi(before)
@@ -81,7 +83,9 @@ func TestTicksResumeOnEveryBoundaryAfterTheClockHeldStill(t *testing.T) {
 			}
 		})
 	}()
-	time.Sleep(hold + 2*time.Second)
+	// Real time must pass: the clock holds still until resumes, and the
+	// ticks of the 2 s after it are what the test checks.
+	<-time.After(time.Until(resumes.Add(2 * time.Second)))
 	cancel()
 	<-done
 	require.Greater(t, len(ticks), 5)

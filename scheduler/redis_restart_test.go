@@ -83,7 +83,10 @@ func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
 	require.NoError(t, err)
 
 	r.kill()
-	time.Sleep(2 * time.Second)
+	// Real time must pass: the outage outlasts LeaseTTL (1 s), as a real
+	// restart does, so the scheduler finds its leases gone as well.
+	const outage = 2 * time.Second
+	<-time.After(outage)
 	r.start() // empty: the data is gone
 	// The registrar registers its schedules again (go-redis may take a
 	// second to dial again).

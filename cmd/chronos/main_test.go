@@ -191,7 +191,12 @@ func TestLeaseAcquireWaitsOutABusyRedis(t *testing.T) {
 			repeat local n = redis.call('TIME') until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 1000000
 			return 1`, nil).Err()
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Redis is busy once a PING goes unanswered: the script blocks every
+	// other client until it returns.
+	probe := redis.NewClient(&redis.Options{Addr: r.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = probe.Close() })
+	require.Eventually(t, func() bool { return probe.Ping(ctx).Err() != nil },
+		time.Second, 10*time.Millisecond, "the busy script never started")
 	lease, err := store.NewLeases(5*time.Second).TryAcquire(ctx, 0)
 	require.NoError(t, <-done)
 	require.NoError(t, err)

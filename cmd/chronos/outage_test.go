@@ -36,7 +36,11 @@ func TestLauncherOutageFollowsTheCatchupPolicy(t *testing.T) {
 			`{"schedule_id":"outage-%s","workflow_id":"chaos","version":1,"user_id":"u","cron_expr":"* * * * * *","timezone":"UTC","overlap_policy":"allow","catchup_policy":%q}`, p, p))
 		require.Equal(t, http.StatusOK, code, body)
 	}
-	time.Sleep(12 * time.Second) // no launcher: the runs wait in asynq
+	// Real time must pass: with no launcher the runs wait in asynq, and
+	// the outage must last long enough that the first runs are judged
+	// late when the launcher comes up.
+	const outage = 12 * time.Second
+	<-time.After(outage)
 	env := c.launcherEnv()
 	env["LAUNCH_GRACE"] = "3s"
 	up := time.Now()

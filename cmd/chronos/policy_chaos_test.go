@@ -162,7 +162,10 @@ func (e *policyExecutor) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if strings.HasPrefix(req.Meta.ScheduleID, "pa-") {
-		time.Sleep(20 * time.Millisecond)
+		// Real time must pass: an overlap_policy=allow run takes a moment,
+		// so that runs of the schedule overlap.
+		const answerAfter = 20 * time.Millisecond
+		<-time.After(answerAfter)
 		fmt.Fprintf(w, `{"run_id":"x-%s","status":"SUCCESS"}`, key[:8])
 		return
 	}

@@ -1024,7 +1024,11 @@ func TestIdempotencyConflictFromTheExecutorDoesNotFailTheRun(t *testing.T) {
 	// fail the run.
 	b := setup(t, NewHTTPExecutor(srv.URL, 300*time.Millisecond, 2), &queue.Config{TaskMaxRetry: 1})
 	b.manual(t, "key-409", true)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// Polled by hand rather than with require.Eventually: a FAILED status
+	// seen on the way must fail the test at once.
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(20 * time.Second); ; <-poll.C {
 		r, _, err := b.store.GetRun(context.Background(), "key-409")
 		require.NoError(t, err)
 		require.NotEqual(t, model.RunFailed, r.Status, "run FAILED while the executor runs it: %s", r.Error)

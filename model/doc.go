@@ -34,6 +34,15 @@
 // the algorithm. Zones come from [LoadZone]; the IANA database is embedded
 // so a bare container resolves them.
 //
+// # Policies
+//
+// Every decision of the overlap and catch-up policies is made here, in
+// policy.go: [AtPlan] when a scheduler finds a run due, [AtLaunch] when a
+// launcher would start it, [AtRelease] when the run a "queue" schedule
+// waits for leaves flight, and [MissedBefore] for when a run counts as
+// missed. The scheduler, the launcher and queue's Lua scripts (which
+// mirror [EndedRun.Ran]) find the situation and carry out the outcome.
+//
 // # Runs
 //
 // [IdempotencyKey] names one planned run of a schedule, and [JitterOffset]

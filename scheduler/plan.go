@@ -98,7 +98,7 @@ func (sp *schedPlan) dueTimes() (times []dueTime, next time.Time, missed int) {
 	}
 	if !t.IsZero() {
 		var kept []dueTime
-		kept, t, missed = sp.missedRuns(t, sp.missedBefore(heldBacklog))
+		kept, t, missed = sp.missedRuns(t, sp.missedBefore(heldBacklog), limit-len(times))
 		times = append(times, kept...)
 	}
 	for !t.IsZero() && !sp.act(t).After(now) && len(times) < limit {
@@ -113,8 +113,8 @@ func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
 }
 
 // missedRuns returns the missed runs from t on that the catch-up policy
-// keeps, the first time after them, and whether it dropped any (0 or 1).
-// A run is missed when its jittered fire time is before cutoff. The
+// keeps (at most limit), the first time after them, and whether it
+// dropped any (0 or 1). A run is missed when its jittered fire time is before cutoff. The
 // missed runs are those from t on up to the first that is not (with a
 // jitter longer than the period, a later run can be missed and an earlier
 // one not: it waits its turn). Past the runs surely missed (jitter moves
@@ -122,7 +122,7 @@ func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
 // look at them one by one: that stretch ends after about
 // sqrt(π·jitter/period) runs (a few hundred for a per-second schedule
 // with a day's jitter).
-func (sp *schedPlan) missedRuns(t, cutoff time.Time) (kept []dueTime, next time.Time, dropped int) {
+func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime, next time.Time, dropped int) {
 	isMissed := func(t time.Time) bool { return sp.fireAt(t).Before(cutoff) }
 	if !isMissed(t) {
 		return nil, t, 0
@@ -154,7 +154,7 @@ func (sp *schedPlan) missedRuns(t, cutoff time.Time) (kept []dueTime, next time.
 		}
 		return []dueTime{{at: last, missed: true, latest: true}}, sp.sched.Next(last), dropped
 	}
-	for !t.IsZero() && isMissed(t) && len(kept) < sp.cfg.MaxCatchupPerTick {
+	for !t.IsZero() && isMissed(t) && len(kept) < limit {
 		kept = append(kept, dueTime{at: t, missed: true})
 		t = sp.sched.Next(t)
 	}

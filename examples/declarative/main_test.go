@@ -63,6 +63,10 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	// Built before the fake clock starts: at 60 fake seconds a real one,
+	// a build slowed by a loaded machine would otherwise carry the clock
+	// past the minute a test waits for.
+	build(t)
 	r := queuetest.StartRedis(t)
 	return &cluster{
 		redis: r, rdb: r.Client(t), ns: "mp",
@@ -214,9 +218,11 @@ func requireRestartedWithinR2(t *testing.T, killed time.Time, restarted record) 
 func TestMultiProcess_KillMidCallback_OtherProcessRestartsOrphan(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	// An hourly task that starts a few fake seconds from now: B, started
-	// after A took the run, must watch A's lease to notice its death.
-	c.start = time.Date(2026, 1, 5, 10, 59, 45, 0, time.UTC)
+	// An hourly task due three real seconds from now, time enough for A
+	// to start on a loaded machine (a first start in another minute would
+	// wait for the next hour): B, started after A took the run, must
+	// watch A's lease to notice its death.
+	c.start, c.origin = time.Date(2026, 1, 5, 10, 57, 0, 0, time.UTC), time.Now()
 	a := c.spawn(t, "-tasks", "3", "-block-task", "victim", "-cron", "0 * * * *")
 	c.waitRecord(t, "victim", a.cmd.Process.Pid)
 	b := c.spawn(t, "-tasks", "3", "-block-task", "victim", "-cron", "0 * * * *")

@@ -127,6 +127,10 @@ type ScheduleRecord struct {
 
 	Paused    bool       `json:"paused"`
 	NextRunAt *time.Time `json:"next_run_at"`
+
+	// Alarm is set on an agent's alarm (Target TargetWake) and nil on a
+	// registrar's schedule. The API renders it in the alarm's own view.
+	Alarm *Alarm `json:"-"`
 }
 
 // MaxJitterMs bounds jitter_ms: a day.
@@ -161,11 +165,23 @@ func (r *ScheduleRecord) Validate() error {
 	if r.Target == "" {
 		r.Target = TargetWorkflow
 	}
-	if r.Target != TargetWorkflow {
-		errs.Add(&FieldError{"target", fmt.Sprintf("unknown target %q (want workflow)", r.Target)})
+	switch r.Target {
+	case TargetWorkflow:
+		errs.Add(ValidateWorkflowID("workflow_id", r.WorkflowID))
+		errs.Add(ValidateID("version", string(r.Version)))
+	case TargetWake:
+		// An alarm wakes its owner: it has one and says what the wake
+		// carries, and starts no workflow.
+		errs.Add(ValidateText("owner", r.Owner))
+		if r.Owner == "" {
+			errs.Add(&FieldError{"owner", "is required for target wake"})
+		}
+		if r.Alarm == nil {
+			errs.Add(&FieldError{"target", "target wake needs the alarm's fields"})
+		}
+	default:
+		errs.Add(&FieldError{"target", fmt.Sprintf("unknown target %q (want workflow or wake)", r.Target)})
 	}
-	errs.Add(ValidateWorkflowID("workflow_id", r.WorkflowID))
-	errs.Add(ValidateID("version", string(r.Version)))
 	errs.Add(ValidateText("user_id", r.UserID))
 	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
 		errs.Add(&FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)})

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,7 +21,8 @@ import (
 // next fire time) and ver (bumped on every definition write) are fields of
 // the same hash.
 var defFields = []string{sfOwner, sfKind, sfTarget, sfWorkflow, sfVersion, sfUser, sfCron, sfDialect, sfZone,
-	sfEvery, sfFireAt, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated}
+	sfEvery, sfFireAt, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated,
+	afLabel, afConversation, afWakeMessage, afPayload, afIdempotency, afMaxFailures}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
 
@@ -63,6 +66,14 @@ func encodeDef(r *model.ScheduleRecord) []string {
 	add(sfAnchor, msString(r.Anchor))
 	add(sfCreated, msString(r.CreatedAt))
 	add(sfUpdated, msString(r.UpdatedAt))
+	if a := r.Alarm; a != nil {
+		add(afLabel, a.Label)
+		add(afConversation, a.ConversationID)
+		add(afWakeMessage, a.WakeMessage)
+		add(afPayload, string(a.Payload))
+		add(afIdempotency, a.IdempotencyKey)
+		add(afMaxFailures, num(int64(a.MaxFailures)))
+	}
 	return out
 }
 
@@ -104,6 +115,18 @@ func decodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 		FireAt: opt(sfFireAt), StartAt: opt(sfStartAt), EndAt: opt(sfEndAt), JitterMs: num(sfJitter),
 		OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
 		Anchor: fromMS(num(sfAnchor)), CreatedAt: fromMS(num(sfCreated)), UpdatedAt: fromMS(num(sfUpdated)),
+	}
+	if r.Target == model.TargetWake {
+		a := &model.Alarm{
+			Label: h[afLabel], ConversationID: h[afConversation], WakeMessage: h[afWakeMessage],
+			IdempotencyKey: h[afIdempotency], MaxFailures: int(num(afMaxFailures)),
+			Status: model.AlarmStatus(cmp.Or(h[afStatus], alarmActive)), FailureCount: int(num(afFailures)),
+			LastError: h[afLastErr], LastFiredAt: opt(afLastFired),
+		}
+		if h[afPayload] != "" {
+			a.Payload = json.RawMessage(h[afPayload])
+		}
+		r.Alarm = a
 	}
 	if bad != "" {
 		return nil, fmt.Errorf("decode stored schedule %s: field %s is not a number: %q", id, bad, h[bad])

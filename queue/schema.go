@@ -53,6 +53,39 @@ const (
 	sfResumed  = "rs"       // last resumed, or its jitter changed; no run of next fires before it
 )
 
+// Fields of an alarm's schedule hash (target wake) beside its schedule's.
+// Definition fields (defFields) are set when the alarm is created;
+// afFailures, afLastErr, afLastFired and afStatus are its state, written by
+// the run lifecycle (attempt.lua, status.lua) and by cancel.
+const (
+	afLabel        = "al" // label
+	afConversation = "cv" // conversation id
+	afWakeMessage  = "wm" // wake message, byte for byte
+	afPayload      = "pl" // payload JSON, byte for byte
+	afIdempotency  = "ik" // the owner's idempotency key
+	afMaxFailures  = "mf" // failed deliveries before the alarm fails
+	afStatus       = "as" // active, fired, cancelled or failed
+	afFailures     = "fc" // failed deliveries, running count
+	afLastErr      = "le" // why the last delivery failed
+	afLastFired    = "lf" // last delivered wake, ms
+)
+
+// Values of afStatus, from model.
+const (
+	alarmActive    = string(model.AlarmActive)
+	alarmFired     = string(model.AlarmFired)
+	alarmCancelled = string(model.AlarmCancelled)
+	alarmFailed    = string(model.AlarmFailed)
+	targetWake     = string(model.TargetWake)
+)
+
+// asynq's task hash field the scripts read, and the state of a task a
+// server holds (asynq v0.26's layout; see queue/asynqwire).
+const (
+	taskState  = "state"
+	taskActive = "active"
+)
+
 // Fields of a run hash (chronos:{sNN}:run:<idempotency key>). Times are
 // Unix milliseconds.
 const (
@@ -176,6 +209,11 @@ var luaNames = []struct {
 	{"sfAnchor", sfAnchor}, {"sfCreated", sfCreated}, {"sfUpdated", sfUpdated},
 	{"sfTiming", sfTiming}, {"sfVer", sfVer}, {"sfNext", sfNext}, {"sfPaused", sfPaused},
 	{"sfInflight", sfInflight}, {"sfHeld", sfHeld}, {"sfReleased", sfReleased}, {"sfResumed", sfResumed},
+	{"afLabel", afLabel}, {"afConversation", afConversation}, {"afWakeMessage", afWakeMessage},
+	{"afPayload", afPayload}, {"afIdempotency", afIdempotency}, {"afMaxFailures", afMaxFailures},
+	{"afStatus", afStatus}, {"afFailures", afFailures}, {"afLastErr", afLastErr}, {"afLastFired", afLastFired},
+	{"alarmActive", alarmActive}, {"alarmFired", alarmFired}, {"alarmCancelled", alarmCancelled},
+	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"taskState", taskState}, {"taskActive", taskActive},
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},

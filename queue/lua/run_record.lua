@@ -56,5 +56,5 @@ end
 -- ENQUEUED, its task (task_key) active, so a launcher holds it, its first
 -- executor call in progress.
 local function run_launching(st, task_key)
-  return st == stEnqueued and redis.call('HGET', task_key, 'state') == 'active'
+  return st == stEnqueued and redis.call('HGET', task_key, taskState) == taskActive
 end

@@ -82,8 +82,8 @@ if not exists then
   for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
     local rkey, tkey = ARGV[7] .. k, ARGV[8] .. k
     local r = redis.call('HMGET', rkey, rfStatus, rfRunAt)
-    local state = redis.call('HGET', tkey, 'state')
-    if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= 'active' then
+    local state = redis.call('HGET', tkey, taskState)
+    if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= taskActive then
       if tonumber(r[2] or '0') > tonumber(ARGV[2]) then
         if state and (r[1] == stEnqueued or redis.call('EXISTS', ARGV[9] .. k) == 0) then
           if state == 'pending' then

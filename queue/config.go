@@ -25,6 +25,8 @@ const (
 	WorkflowMaxBytesDefault = 256 << 10
 	// WorkflowMaxVersionsDefault bounds the workflow versions stored.
 	WorkflowMaxVersionsDefault = 10000
+	// AlarmMaxActiveDefault bounds the active alarms of one owner.
+	AlarmMaxActiveDefault = 10000
 	// NoRetry as Config.TaskMaxRetry makes the first failed launch attempt
 	// final (zero there means the default).
 	NoRetry = -1
@@ -64,6 +66,10 @@ type Config struct {
 	// past it is refused (ErrQuota) until some are deleted. Default
 	// WorkflowMaxVersionsDefault.
 	WorkflowMaxVersions int
+	// AlarmMaxActive bounds the active alarms of one owner; CreateAlarm
+	// refuses one more (ErrQuota) until some fire or are cancelled.
+	// Default AlarmMaxActiveDefault.
+	AlarmMaxActive int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -81,6 +87,7 @@ func (c *Config) WithDefaults() Config {
 	v.TaskTimeout = cmp.Or(v.TaskTimeout, 5*time.Minute)
 	v.WorkflowMaxBytes = cmp.Or(v.WorkflowMaxBytes, WorkflowMaxBytesDefault)
 	v.WorkflowMaxVersions = cmp.Or(v.WorkflowMaxVersions, WorkflowMaxVersionsDefault)
+	v.AlarmMaxActive = cmp.Or(v.AlarmMaxActive, AlarmMaxActiveDefault)
 	return v
 }
 
@@ -105,6 +112,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("queue: Config.WorkflowMaxBytes must be positive, got %d", c.WorkflowMaxBytes)
 	case c.WorkflowMaxVersions < 1:
 		return fmt.Errorf("queue: Config.WorkflowMaxVersions must be positive, got %d", c.WorkflowMaxVersions)
+	case c.AlarmMaxActive < 1:
+		return fmt.Errorf("queue: Config.AlarmMaxActive must be positive, got %d", c.AlarmMaxActive)
 	}
 	return nil
 }

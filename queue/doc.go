@@ -12,6 +12,9 @@
 //	chronos:{s07}:sched:<id>     HASH  the definition, then its state: tk, ver, next, paused, inflight, held, rel, rs (schema.go)
 //	chronos:{s07}:runs:<id>      ZSET  idempotency key -> run_at (ms), the last N runs
 //	chronos:{s07}:run:<key>      HASH  one run record: sid, at, fire, st, rid, enq, cr, up, err, src, att, retry, req (schema.go)
+//	chronos:{s07}:alarms:<did>   ZSET  an owner's alarm ids -> created at (ms); the owner's shard (ShardOf the DID), as its alarms'
+//	chronos:{s07}:alarmkeys:<did> HASH an owner's idempotency key -> alarm id (alarm_create.lua)
+//	chronos:{s07}:alarmsactive:<did> SET an owner's alarms created active and not cancelled since (the active limit)
 //	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
 //	chronos:{chronos}:manual:<key> STRING a manual run's mark on its key, as long as its record (manual_run.lua)
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run

@@ -11,6 +11,8 @@ var (
 	HistoryKey      = historyKey
 	RunKey          = runKey
 	ManualKeyPrefix = manualKeyPrefix
+	AlarmsKey       = alarmsKey
+	AlarmsActiveKey = alarmsActiveKey
 )
 
 // Fields and values of schema.go the external tests read and write.
@@ -26,6 +28,7 @@ const (
 	SfResumed  = sfResumed
 	SfCron     = sfCron
 	SfZone     = sfZone
+	AfStatus   = afStatus
 
 	RfSchedule = rfSchedule
 	RfRunAt    = rfRunAt

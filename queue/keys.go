@@ -35,6 +35,12 @@ func historyKey(s int, id string) string  { return shardPrefix(s) + segRuns + id
 func deletedKey(s int, id string) string  { return shardPrefix(s) + segDeleted + id }
 func runKey(s int, key string) string     { return shardPrefix(s) + segRun + key }
 
+// The owner's alarm index lives in the owner's shard (ShardOf the DID),
+// where its alarms are too.
+func alarmsKey(s int, owner string) string       { return shardPrefix(s) + segAlarms + owner }
+func alarmKeysKey(s int, owner string) string    { return shardPrefix(s) + segAlarmKeys + owner }
+func alarmsActiveKey(s int, owner string) string { return shardPrefix(s) + segAlarmsActive + owner }
+
 // manualKeyPrefix prefixes the marks of the idempotency keys manual runs
 // took, in the run queue's hash slot (beside its tasks), where the commit
 // script looks: a schedule's run with such a key is not enqueued again.

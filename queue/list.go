@@ -14,8 +14,9 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// ListSchedules returns up to limit schedules after cursor, in no
-// particular order, and the cursor of the next page ("" at the end). It
+// ListSchedules returns up to limit schedules of the registrar after
+// cursor, in no particular order, and the cursor of the next page ("" at
+// the end); agents' alarms are left out, so a page may hold fewer. It
 // walks each shard's due set with ZSCAN (see listCursor). As with Redis
 // SCAN, a schedule present for the whole walk is returned, once unless
 // Redis shrinks a shard's table during the walk (mass deletes: then it
@@ -233,6 +234,9 @@ func (s *Store) loadSchedules(ctx context.Context, ids []string) ([]*model.Sched
 	}
 	out := make([]*model.ScheduleRecord, 0, len(ids))
 	for i, id := range ids {
+		if cmds[i].Val()[sfTarget] == targetWake {
+			continue // an agent's alarm: its owner lists it (ListAlarms)
+		}
 		rec, err := s.recordFromHash(id, cmds[i].Val())
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted between scan and load

@@ -77,6 +77,7 @@ const (
 	alarmCancelled = string(model.AlarmCancelled)
 	alarmFailed    = string(model.AlarmFailed)
 	targetWake     = string(model.TargetWake)
+	kindOnce       = string(model.KindOnce)
 )
 
 // asynq's task hash field the scripts read, and the state of a task a
@@ -125,6 +126,16 @@ const (
 	segDeleted = "deleted:" // + schedule id: the mark of the call that deleted it
 )
 
+// Key segments of an owner's alarm index, after the prefix of the owner's
+// shard (ShardOf the owner's DID), followed by the DID. An alarm's id is
+// drawn until it falls in the same shard, so every alarm script touches
+// one Redis Cluster slot.
+const (
+	segAlarms       = "alarms:"       // ZSET alarm id -> created at, ms
+	segAlarmKeys    = "alarmkeys:"    // HASH idempotency key -> alarm id
+	segAlarmsActive = "alarmsactive:" // SET ids of alarms created active and not cancelled since
+)
+
 // Values of fields the scripts compare or write, from model.
 const (
 	stEnqueued   = string(model.RunEnqueued)    // rfStatus: the task waits for a launcher
@@ -160,6 +171,16 @@ const (
 
 	deleteNotFound = 0 // delete.lua: no such schedule
 	deleteDone     = 1 // delete.lua: deleted, by this call
+
+	upsertIsAlarm = 3 // upsert.lua: the id is an agent's alarm, which the registrar does not touch
+
+	alarmCreateNew      = 1  // alarm_create.lua: created
+	alarmCreateDeduped  = 2  // alarm_create.lua: the owner's idempotency key names an existing alarm
+	alarmCreateIDTaken  = 3  // alarm_create.lua: a schedule has this id: draw another
+	alarmCreateTooMany  = 4  // alarm_create.lua: the owner has the most active alarms allowed
+	alarmCancelNotFound = -1 // alarm_cancel.lua: no such alarm of this owner
+	alarmCancelSame     = 0  // alarm_cancel.lua: terminal already, left unchanged
+	alarmCancelDone     = 1  // alarm_cancel.lua: cancelled, by this call
 
 	statusNotFound  = -1 // status.lua: no such run
 	statusUnchanged = 0  // status.lua: final already, or not in the status asked
@@ -213,7 +234,7 @@ var luaNames = []struct {
 	{"afPayload", afPayload}, {"afIdempotency", afIdempotency}, {"afMaxFailures", afMaxFailures},
 	{"afStatus", afStatus}, {"afFailures", afFailures}, {"afLastErr", afLastErr}, {"afLastFired", afLastFired},
 	{"alarmActive", alarmActive}, {"alarmFired", alarmFired}, {"alarmCancelled", alarmCancelled},
-	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"taskState", taskState}, {"taskActive", taskActive},
+	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"kindOnce", kindOnce}, {"taskState", taskState}, {"taskActive", taskActive},
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
@@ -221,13 +242,17 @@ var luaNames = []struct {
 	{"qfBody", qfBody}, {"qfStatus", qfStatus}, {"qfResponse", qfResponse},
 	{"metaShards", metaShards},
 	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},
+	{"segAlarms", segAlarms}, {"segAlarmKeys", segAlarmKeys}, {"segAlarmsActive", segAlarmsActive},
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},
 	{"stSkipped", stSkipped}, {"srcSchedule", srcSchedule}, {"srcManual", srcManual}, {"overlapQueue", overlapQueue},
 	{"flagSet", flagSet},
 	{"releaseUnplanned", releaseUnplanned}, {"releaseAbandoned", releaseAbandoned},
 	{"upsertUnchanged", upsertUnchanged}, {"upsertUpdated", upsertUpdated}, {"upsertCreated", upsertCreated},
 	{"pauseNotFound", pauseNotFound}, {"pauseStale", pauseStale}, {"pauseSame", pauseSame}, {"pauseChanged", pauseChanged},
-	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone},
+	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone}, {"upsertIsAlarm", upsertIsAlarm},
+	{"alarmCreateNew", alarmCreateNew}, {"alarmCreateDeduped", alarmCreateDeduped}, {"alarmCreateIDTaken", alarmCreateIDTaken},
+	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCancelNotFound", alarmCancelNotFound},
+	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},
 	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
 	{"attemptNotEnqueued", attemptNotEnqueued},

@@ -111,4 +111,7 @@ var (
 	deleteWorkflowScript = loadFreeingScript("delete_workflow")
 	requestClaimScript   = loadScript("request_claim")
 	requestAnswerScript  = loadScript("request_answer")
+	alarmCreateScript    = loadScript("alarm_create")
+	alarmCancelScript    = loadScript("alarm_cancel")
+	alarmReadScript      = loadReadOnlyScript("alarm_read")
 )

@@ -187,6 +187,9 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}
 	code, _ := res[0].(int64)
+	if code == upsertIsAlarm {
+		return nil, fmt.Errorf("schedule_id %s is an agent's alarm, which only its owner changes (through /v1/alarms): choose another id: %w", rec.ID, ErrConflict)
+	}
 	raw, _ := res[1].([]any)
 	h := make(map[string]string, len(raw)/2)
 	for i := 0; i+1 < len(raw); i += 2 {
@@ -213,11 +216,15 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// GetSchedule loads one schedule.
+// GetSchedule loads one schedule of the registrar. An agent's alarm is
+// ErrNotFound, as if it did not exist: its owner reads it with GetAlarm.
 func (s *Store) GetSchedule(ctx context.Context, id string) (*model.ScheduleRecord, error) {
 	h, err := s.rdb.HGetAll(ctx, scheduleKey(s.shard(id), id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("load schedule %s: %w", id, err)
+	}
+	if h[sfTarget] == targetWake {
+		return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
 	return s.recordFromHash(id, h)
 }
@@ -265,7 +272,8 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 }
 
 // SetPaused pauses or resumes a schedule. Resuming continues at the next
-// fire time after now: paused time is not caught up.
+// fire time after now: paused time is not caught up. An agent's alarm is
+// ErrNotFound: its owner cancels it.
 func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.ScheduleRecord, error) {
 	// Resuming computes the next time from the definition read first; an
 	// upsert in between would leave the new definition with the old one's
@@ -298,6 +306,9 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("load schedule %s: %w", id, err)
 	}
+	if h[sfTarget] == targetWake {
+		return pauseNotFound, nil // the script says so too, should it become one in between
+	}
 	rec, err := scheduleFromHash(id, h)
 	if err != nil {
 		return 0, err
@@ -323,7 +334,7 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 }
 
 // DeleteSchedule removes a schedule; its runs stay readable for the run
-// retention.
+// retention. An agent's alarm is ErrNotFound: its owner cancels it.
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
 	n, err := deleteScript.Run(ctx, s.rdb,

@@ -12,7 +12,11 @@
 -- Output: deleteDone or deleteNotFound
 -- The mark (the nonce, kept a minute) tells this call's script run again
 -- by the client after a lost reply that the schedule it finds gone is the
--- one it deleted.
+-- one it deleted. An agent's alarm is not the registrar's to delete: it
+-- is not found (its owner cancels it).
+if redis.call('HGET', KEYS[1], sfTarget) == targetWake then
+  return deleteNotFound
+end
 if redis.call('DEL', KEYS[1]) == 0 then
   if redis.call('GET', KEYS[5]) == ARGV[4] then
     return deleteDone

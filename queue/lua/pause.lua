@@ -10,8 +10,9 @@
 -- ARGV[6] -> now, ms: on resume, kept as rs (resumed at), before which no
 --            run of the schedule's new next time fires (see DueSchedule)
 -- Output: pauseNotFound, pauseStale (the definition changed since: read
--- it again), pauseSame (already in that state) or pauseChanged
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- it again), pauseSame (already in that state) or pauseChanged. An
+-- agent's alarm is not the registrar's to pause: it is not found.
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return pauseNotFound
 end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)

@@ -25,10 +25,14 @@
 --             then their names
 -- ARGV[11+n..] -> the new definition's field, value pairs
 -- Output: {upsertUnchanged | upsertUpdated | upsertCreated, the hash as
--- field, value pairs}
+-- field, value pairs}, or {upsertIsAlarm} when the id is an agent's
+-- alarm, which only its owner changes (through /v1/alarms)
 local n = tonumber(ARGV[10])
 local first = 11 + n
 local exists = redis.call('EXISTS', KEYS[1]) == 1
+if exists and redis.call('HGET', KEYS[1], sfTarget) == targetWake then
+  return {upsertIsAlarm}
+end
 if exists then
   local same = true
   for i = first, #ARGV, 2 do

@@ -1,0 +1,74 @@
+-- Create an agent's alarm: its schedule hash and due entry, as upsert.lua
+-- writes a new schedule, and its place in its owner's index. The same
+-- script decides the owner's idempotency key and active-alarm limit, so
+-- concurrent creates with one key make one alarm and cannot pass the
+-- limit together. Every key is in the owner's shard (the id is drawn
+-- into it), so the script touches one Redis Cluster slot.
+-- KEYS[1] -> schedule hash of the new id
+-- KEYS[2] -> due zset
+-- KEYS[3] -> the shard's version counter
+-- KEYS[4] -> the owner's alarms zset (id -> created at, ms)
+-- KEYS[5] -> the owner's idempotency hash (key -> id)
+-- KEYS[6] -> the owner's active set
+-- ARGV[1] -> alarm id
+-- ARGV[2] -> now, ms (created_at)
+-- ARGV[3] -> next fire time, ms ("" = none)
+-- ARGV[4] -> act score of the next fire time
+-- ARGV[5] -> timing key
+-- ARGV[6] -> the owner's idempotency key ("" = none)
+-- ARGV[7] -> the most active alarms the owner may have
+-- ARGV[8] -> schedule key prefix of the shard ("chronos:{sNN}:sched:")
+-- ARGV[9..] -> the definition's field, value pairs
+-- Output: {alarmCreateNew, id}, {alarmCreateDeduped, the existing id},
+-- {alarmCreateIDTaken, id} (a schedule has the id: draw another) or
+-- {alarmCreateTooMany, the owner's active count}
+local id, key, pfx = ARGV[1], ARGV[6], ARGV[8]
+
+-- A key names the alarm it created for as long as that alarm exists,
+-- whatever its status: as the specification's unique index does.
+if key ~= '' then
+  local prev = redis.call('HGET', KEYS[5], key)
+  if prev then
+    if redis.call('EXISTS', pfx .. prev) == 1 then
+      return {alarmCreateDeduped, prev}
+    end
+    redis.call('HDEL', KEYS[5], key)
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {alarmCreateIDTaken, id}
+end
+
+-- The active set gains an id on create and loses it on cancel; the run
+-- lifecycle (fired, failed) does not touch it, so at the limit the ids
+-- no longer active are dropped before counting again. That scan is paid
+-- only by an owner at the limit, and is bounded by the limit.
+local limit = tonumber(ARGV[7])
+local n = redis.call('SCARD', KEYS[6])
+if n >= limit then
+  for _, m in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+    local h = redis.call('HMGET', pfx .. m, afStatus, sfCreated)
+    if not h[2] or (h[1] and h[1] ~= alarmActive) then
+      redis.call('SREM', KEYS[6], m)
+    end
+  end
+  n = redis.call('SCARD', KEYS[6])
+  if n >= limit then
+    return {alarmCreateTooMany, n}
+  end
+end
+
+local ver = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], sfTiming, ARGV[5], sfVer, ver, afStatus, alarmActive, unpack(ARGV, 9))
+if ARGV[3] == '' then
+  redis.call('ZADD', KEYS[2], '+inf', id)
+else
+  redis.call('HSET', KEYS[1], sfNext, ARGV[3])
+  redis.call('ZADD', KEYS[2], ARGV[4], id)
+end
+redis.call('ZADD', KEYS[4], ARGV[2], id)
+if key ~= '' then
+  redis.call('HSET', KEYS[5], key, id)
+end
+redis.call('SADD', KEYS[6], id)
+return {alarmCreateNew, id}

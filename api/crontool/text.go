@@ -30,8 +30,8 @@ const (
 	errJobIDRequired   = "Error: job_id is required for remove"
 )
 
-func textCreated(j *Job) string { return fmt.Sprintf("Created job '%s' (id: %s)", j.Name, j.ID) }
-func textRemoved(id string) string { return "Removed job " + id }
+func textCreated(j *Job) string     { return fmt.Sprintf("Created job '%s' (id: %s)", j.Name, j.ID) }
+func textRemoved(id string) string  { return "Removed job " + id }
 func textNotFound(id string) string { return "Job " + id + " not found" }
 func textUnknownAction(a string) string {
 	return fmt.Sprintf("Unknown action: %s (want add, list or remove)", a)

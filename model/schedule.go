@@ -101,6 +101,9 @@ func (v *Version) UnmarshalJSON(b []byte) error {
 
 // ScheduleRecord is a registered schedule: what fires, when, and how.
 // NextRunAt, Paused and the timestamps are maintained by the store.
+// DelaySeconds is the delay a once schedule's FireAt was resolved from (0
+// when FireAt was given), kept so that an upsert repeating the delay keeps
+// FireAt rather than moving it later at every call.
 type ScheduleRecord struct {
 	ID            string        `json:"schedule_id"`
 	Owner         string        `json:"owner,omitempty"`
@@ -114,6 +117,7 @@ type ScheduleRecord struct {
 	Timezone      string        `json:"timezone"`
 	EverySeconds  int64         `json:"every_seconds,omitempty"`
 	FireAt        *time.Time    `json:"fire_at,omitempty"`
+	DelaySeconds  int64         `json:"delay_seconds,omitempty"`
 	StartAt       *time.Time    `json:"start_at,omitempty"`
 	EndAt         *time.Time    `json:"end_at,omitempty"`
 	JitterMs      int64         `json:"jitter_ms"`

@@ -21,7 +21,7 @@ import (
 // next fire time) and ver (bumped on every definition write) are fields of
 // the same hash.
 var defFields = []string{sfOwner, sfKind, sfTarget, sfWorkflow, sfVersion, sfUser, sfCron, sfDialect, sfZone,
-	sfEvery, sfFireAt, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated,
+	sfEvery, sfFireAt, sfDelay, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated,
 	afLabel, afConversation, afWakeMessage, afPayload, afIdempotency, afMaxFailures}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
@@ -58,6 +58,7 @@ func encodeDef(r *model.ScheduleRecord) []string {
 	add(sfZone, r.Timezone)
 	add(sfEvery, num(r.EverySeconds))
 	add(sfFireAt, opt(r.FireAt))
+	add(sfDelay, num(r.DelaySeconds))
 	add(sfStartAt, opt(r.StartAt))
 	add(sfEndAt, opt(r.EndAt))
 	add(sfJitter, num(r.JitterMs))
@@ -112,8 +113,8 @@ func decodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 		ID: id, Owner: h[sfOwner], Kind: model.Kind(h[sfKind]), Target: model.Target(h[sfTarget]),
 		WorkflowID: h[sfWorkflow], Version: model.Version(h[sfVersion]), UserID: h[sfUser], CronExpr: h[sfCron],
 		Dialect: model.Dialect(h[sfDialect]), Timezone: h[sfZone], EverySeconds: num(sfEvery),
-		FireAt: opt(sfFireAt), StartAt: opt(sfStartAt), EndAt: opt(sfEndAt), JitterMs: num(sfJitter),
-		OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
+		FireAt: opt(sfFireAt), DelaySeconds: num(sfDelay), StartAt: opt(sfStartAt), EndAt: opt(sfEndAt),
+		JitterMs: num(sfJitter), OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
 		Anchor: fromMS(num(sfAnchor)), CreatedAt: fromMS(num(sfCreated)), UpdatedAt: fromMS(num(sfUpdated)),
 	}
 	if r.Target == model.TargetWake {

@@ -31,6 +31,7 @@ const (
 	sfZone     = "z"  // IANA time zone
 	sfEvery    = "e"  // interval of an "every" schedule, seconds
 	sfFireAt   = "f"  // fire time of a "once" schedule
+	sfDelay    = "ds" // delay_seconds a "once" schedule's fire time was resolved from
 	sfStartAt  = "s"  // no run before this time
 	sfEndAt    = "x"  // no run after this time
 	sfJitter   = "j"  // jitter, ms: also the act lead of a held schedule
@@ -225,7 +226,7 @@ var luaNames = []struct {
 }{
 	{"sfOwner", sfOwner}, {"sfKind", sfKind}, {"sfTarget", sfTarget}, {"sfWorkflow", sfWorkflow},
 	{"sfVersion", sfVersion}, {"sfUser", sfUser}, {"sfCron", sfCron}, {"sfDialect", sfDialect},
-	{"sfZone", sfZone}, {"sfEvery", sfEvery}, {"sfFireAt", sfFireAt}, {"sfStartAt", sfStartAt},
+	{"sfZone", sfZone}, {"sfEvery", sfEvery}, {"sfFireAt", sfFireAt}, {"sfDelay", sfDelay}, {"sfStartAt", sfStartAt},
 	{"sfEndAt", sfEndAt}, {"sfJitter", sfJitter}, {"sfOverlap", sfOverlap}, {"sfCatchup", sfCatchup},
 	{"sfAnchor", sfAnchor}, {"sfCreated", sfCreated}, {"sfUpdated", sfUpdated},
 	{"sfTiming", sfTiming}, {"sfVer", sfVer}, {"sfNext", sfNext}, {"sfPaused", sfPaused},

@@ -54,7 +54,7 @@ func TestFieldSpelling(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{sfOwner, "o"}, {sfKind, "k"}, {sfTarget, "t"}, {sfWorkflow, "w"}, {sfVersion, "v"},
 		{sfUser, "u"}, {sfCron, "c"}, {sfDialect, "d"}, {sfZone, "z"}, {sfEvery, "e"},
-		{sfFireAt, "f"}, {sfStartAt, "s"}, {sfEndAt, "x"}, {sfJitter, "j"}, {sfOverlap, "op"},
+		{sfFireAt, "f"}, {sfDelay, "ds"}, {sfStartAt, "s"}, {sfEndAt, "x"}, {sfJitter, "j"}, {sfOverlap, "op"},
 		{sfCatchup, "cp"}, {sfAnchor, "a"}, {sfCreated, "cr"}, {sfUpdated, "up"},
 		{sfTiming, "tk"}, {sfVer, "ver"}, {sfNext, "next"}, {sfPaused, "paused"},
 		{sfInflight, "inflight"}, {sfHeld, "held"}, {sfReleased, "rel"}, {sfResumed, "rs"},

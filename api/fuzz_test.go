@@ -109,7 +109,7 @@ func object(members ...[2]string) string {
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-const upsertFields = `body|schedule_id|workflow_id|version|user_id|cron_expr|timezone|dialect|start_at|end_at|jitter_ms|overlap_policy|catchup_policy`
+const upsertFields = `body|schedule_id|workflow_id|version|user_id|kind|cron_expr|timezone|dialect|delay_seconds|fire_at|every_seconds|start_at|end_at|jitter_ms|overlap_policy|catchup_policy`
 
 // FuzzUpsert: an upsert answers 200 or a 400 naming a field; a 400 writes
 // nothing; a 200's schedule reads back (GET /schedules/:id, GET
@@ -216,6 +216,11 @@ func FuzzUpsertBody(f *testing.F) {
 		`{"schedule_id":"s1","schedule_id":"s2","workflow_id":"w","version":1e400,"user_id":"u","cron_expr":"* * * * *"}`,
 		"{\"schedule_id\":\"a\\u2028b\",\"workflow_id\":\"w\",\"version\":1,\"user_id\":\"u\",\"cron_expr\":\"* * * * *\"}",
 		"{\"schedule_id\":\"\xff\",\"workflow_id\":\"w\",\"version\":1,\"user_id\":\"u\",\"cron_expr\":\"* * * * *\"}",
+		`{"schedule_id":"o1","workflow_id":"w","version":1,"user_id":"u","kind":"once","delay_seconds":600}`,
+		`{"schedule_id":"o2","workflow_id":"w","version":1,"user_id":"u","kind":"once","fire_at":"2026-01-01T00:00:00.5Z"}`,
+		`{"schedule_id":"o3","workflow_id":"w","version":1,"user_id":"u","kind":"once","delay_seconds":1,"fire_at":"x","timezone":"UTC"}`,
+		`{"schedule_id":"e1","workflow_id":"w","version":1,"user_id":"u","kind":"every","every_seconds":1,"end_at":"2026-01-01T00:00:00Z"}`,
+		`{"schedule_id":"e2","workflow_id":"w","version":1,"user_id":"u","kind":"every","every_seconds":3153600000,"start_at":"9999-12-31T00:00:00Z"}`,
 	} {
 		f.Add(s)
 	}

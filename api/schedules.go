@@ -122,39 +122,60 @@ func newScheduleID() string {
 }
 
 // upsertFields are the fields POST /schedules/upsert takes.
-var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "cron_expr", "timezone",
-	"dialect", "start_at", "end_at", "jitter_ms", "overlap_policy", "catchup_policy", "paused"}
+var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "kind", "cron_expr", "timezone",
+	"dialect", "delay_seconds", "fire_at", "every_seconds", "start_at", "end_at", "jitter_ms", "overlap_policy",
+	"catchup_policy", "paused"}
 
 // scheduleFromBody builds and validates the record an upsert asks for,
 // applying the configured defaults, and the paused state it sets (nil:
-// keep the stored one). Its error names every field at fault.
-func (s *server) scheduleFromBody(o object) (*model.ScheduleRecord, *bool, error) {
+// keep the stored one). Its error names every field at fault, unless
+// reading the stored schedule failed (a once schedule's, see onceTime).
+func (s *server) scheduleFromBody(ctx context.Context, o object) (*model.ScheduleRecord, *bool, error) {
 	var errs model.FieldErrors
 	errs.Add(o.unknown(upsertFields...))
 	str := keep[string](&errs)
 	at := keep[*time.Time](&errs)
 	rec := &model.ScheduleRecord{Kind: model.KindCron, Target: model.TargetWorkflow}
 	rec.ID = str(optionalID(o, "schedule_id"))
+	idGiven := rec.ID != ""
 	if rec.ID == "" && !errs.Has("schedule_id") {
 		rec.ID = newScheduleID()
 	}
 	rec.WorkflowID, rec.Version, rec.UserID = workflowTarget(o, &errs)
-	rec.CronExpr = str(o.str("cron_expr"))
-	if strings.TrimSpace(rec.CronExpr) == "" && !errs.Has("cron_expr") {
-		errs.Add(fieldError("cron_expr", "is required"))
+	kind, err := parseKind(o)
+	errs.Add(err)
+	if kind != "" {
+		rec.Kind = kind
 	}
-	rec.Timezone = cmp.Or(str(o.str("timezone")), "UTC")
-	rec.Dialect = keep[model.Dialect](&errs)(parseDialect(str(o.str("dialect"))))
-	rec.StartAt = at(o.timestamp("start_at"))
-	rec.EndAt = at(o.timestamp("end_at"))
+	if err == nil {
+		errs.Add(foreignTimingFields(o, kind))
+	}
+	if rec.Kind == model.KindCron {
+		rec.CronExpr = str(o.str("cron_expr"))
+		if strings.TrimSpace(rec.CronExpr) == "" && !errs.Has("cron_expr") {
+			errs.Add(fieldError("cron_expr", "is required"))
+		}
+		rec.Timezone = cmp.Or(str(o.str("timezone")), "UTC")
+		rec.Dialect = keep[model.Dialect](&errs)(parseDialect(str(o.str("dialect"))))
+	} else if err := s.kindTiming(ctx, o, rec, idGiven, &errs); err != nil {
+		return nil, nil, err
+	}
+	if rec.Kind != model.KindOnce {
+		rec.StartAt = at(o.timestamp("start_at"))
+		rec.EndAt = at(o.timestamp("end_at"))
+	}
 	rec.JitterMs = s.cfg.DefaultJitterMs
 	if j := keep[*int64](&errs)(o.integer("jitter_ms")); j != nil {
 		rec.JitterMs = *j
 	}
 	rec.OverlapPolicy = cmp.Or(model.OverlapPolicy(str(o.str("overlap_policy"))), s.cfg.DefaultOverlapPolicy)
-	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.cfg.DefaultCatchupPolicy)
+	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.kindDefaultCatchup(rec.Kind))
 	paused := keep[*bool](&errs)(o.boolean("paused"))
-	errs.Add(rec.Validate())
+	if verr := rec.Validate(); rec.Kind == model.KindOnce && rec.FireAt == nil {
+		errs.Add(withoutField(verr, "fire_at"))
+	} else {
+		errs.Add(verr)
+	}
 	if err := errs.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -167,11 +188,11 @@ func (s *server) upsertSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rec, paused, err := s.scheduleFromBody(o)
+	ctx := c.Request().Context()
+	rec, paused, err := s.scheduleFromBody(ctx, o)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	res, err := s.store.UpsertSchedule(ctx, rec)
 	if err != nil {
 		return err

@@ -38,7 +38,9 @@
 // literals out. Code several scripts need is a library loadScript puts
 // before them: run_record.lua creates and ends run records and says
 // whether a key is taken, unhold.lua and release.lua end holds and
-// in-flight runs. No script reads Redis's clock: now is an argument.
+// in-flight runs, alarm_lifecycle.lua moves an alarm's state with its
+// runs' ends and failed deliveries. No script reads Redis's clock: now is
+// an argument.
 //
 // A schedule's act time is its next fire time minus the lookahead for the
 // "allow" overlap policy (so its task can be enqueued ahead with ProcessAt),

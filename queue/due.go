@@ -196,7 +196,12 @@ type Plan struct {
 	InflightDeadline time.Time
 	// Hold parks the schedule until its in-flight run ends.
 	Hold bool
-	Runs []PlannedRun
+	// RetireReason, on a plan that retires its schedule (NewNext zero)
+	// for a reason that is an error (no fire time left for a cron alarm,
+	// a definition that no longer compiles), fails an alarm with it as
+	// its last_error; a registrar's schedule ignores it.
+	RetireReason string
+	Runs         []PlannedRun
 }
 
 // Commit applies plans of one shard — run records, asynq tasks, the
@@ -222,7 +227,7 @@ func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Pl
 		}
 		want += commitPlanArgs + commitRunArgs*len(p.Runs)
 		args = append(args, p.ID, p.Expect.next, p.Expect.inflight, p.Expect.ver, next, scoreString(p.NewScore),
-			p.Inflight, ms(p.InflightDeadline), hold, len(p.Runs))
+			p.Inflight, ms(p.InflightDeadline), hold, cut(p.RetireReason, model.MaxRunErrorLen), len(p.Runs))
 		for i := range p.Runs {
 			r := &p.Runs[i]
 			var msg []byte

@@ -41,6 +41,11 @@ const (
 	RfSource   = rfSource
 	RfAttempts = rfAttempts
 
+	AfStatus    = afStatus
+	AfFailures  = afFailures
+	AfLastErr   = afLastErr
+	AfLastFired = afLastFired
+
 	FlagSet = flagSet
 )
 

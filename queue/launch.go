@@ -105,16 +105,22 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 }
 
 // RecordFailedAttempt counts a failed executor call of a run that has
-// not started, before asynq retries its task at retryAt. A launcher judges
+// not started, before asynq retries its task at retryAt. The call's
 // reason is shown with the run (last_error) beside the attempts, so a
-// run being retried says why. A launcher judges
+// run being retried says why; an alarm's run counts it as a failed
+// delivery of the alarm too (failure_count, last_error). A launcher judges
 // a run's lateness from its due time on its first attempt and from
 // retryAt on a retry (a retry is late by its backoff, not missed).
 // asynq's retry count cannot tell them apart: a task can be retried
 // without an executor call (a failed status report) or recovered from a
 // launcher that died, and those are first attempts still.
 func (s *Store) RecordFailedAttempt(ctx context.Context, p *TaskPayload, retryAt time.Time, reason string) error {
-	err := attemptScript.Run(ctx, s.rdb, []string{runKey(s.taskShard(p), p.IdempotencyKey)}, ms(s.clock.Now()), ms(retryAt), reason).Err()
+	sh := s.taskShard(p)
+	keys := []string{runKey(sh, p.IdempotencyKey)}
+	if p.ScheduleID != "" {
+		keys = append(keys, scheduleKey(sh, p.ScheduleID)) // an alarm counts the failed delivery
+	}
+	err := attemptScript.Run(ctx, s.rdb, keys, ms(s.clock.Now()), ms(retryAt), reason).Err()
 	if err != nil {
 		return fmt.Errorf("record failed attempt of run %s: %w", p.IdempotencyKey, err)
 	}

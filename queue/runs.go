@@ -223,6 +223,10 @@ type StatusUpdate struct {
 	// Release is how a final status releases a "queue" run held behind
 	// this one (model.AtRelease; release.lua's ran() in Lua).
 	Release ReleaseRule
+	// DeliveryFailed marks a FAILED run whose last executor call failed:
+	// an alarm counts it among its failed deliveries (failure_count), as
+	// RecordFailedAttempt counts the ones before it.
+	DeliveryFailed bool
 }
 
 // ReleaseRule is how a final status report releases the "queue" run held
@@ -285,8 +289,12 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	// Through the batcher: the runs a launcher took together report
 	// together.
+	failed := ""
+	if u.DeliveryFailed {
+		failed = flagSet
+	}
 	res, err := s.batch.runScript(ctx, statusScript, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release)).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}

@@ -71,7 +71,7 @@ const (
 	afLastFired    = "lf" // last delivered wake, ms
 )
 
-// Values of afStatus, from model.
+// Values of afStatus, sfTarget and sfKind the scripts compare, from model.
 const (
 	alarmActive    = string(model.AlarmActive)
 	alarmFired     = string(model.AlarmFired)
@@ -213,7 +213,7 @@ const (
 // script's header). Commit checks what it sends against them.
 const (
 	commitHeaderArgs = 7
-	commitPlanArgs   = 10
+	commitPlanArgs   = 11
 	commitRunArgs    = 7
 )
 

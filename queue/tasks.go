@@ -24,6 +24,13 @@ type TaskPayload struct {
 	Version        string          `json:"version"`
 	UserID         string          `json:"user_id"`
 	Source         model.RunSource `json:"source"`
+	// Target is what the run starts: empty for a workflow, wake for an
+	// alarm's wake.
+	Target model.Target `json:"target,omitempty"`
+	// MaxAttempts bounds the run's executor calls (asynq's retry count is
+	// one less); 0 means the store's TaskMaxRetry+1. An alarm's run takes
+	// its max_failures: its last failed delivery fails it.
+	MaxAttempts int `json:"max_attempts,omitempty"`
 }
 
 // DecodeTaskPayload parses a task payload.
@@ -46,9 +53,13 @@ func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt 
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode run %s: %w", p.IdempotencyKey, err)
 	}
+	retry := max(s.cfg.TaskMaxRetry, 0)
+	if p.MaxAttempts > 0 {
+		retry = p.MaxAttempts - 1
+	}
 	m := asynqwire.Message{
 		Type: TaskTypeRun, Payload: payload, ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
-		Retry: int32(max(s.cfg.TaskMaxRetry, 0)), Timeout: int64(s.cfg.TaskTimeout / time.Second),
+		Retry: int32(retry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
 		Retention: int64(s.cfg.TaskRetention / time.Second),
 	}
 	if p.FireAt.After(now) {

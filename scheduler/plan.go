@@ -202,6 +202,10 @@ func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
 				WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID,
 				Source: model.SourceSchedule,
 			}
+			if rec.Target == model.TargetWake && rec.Alarm != nil {
+				// An alarm's wake is tried max_failures times in all.
+				run.Task.Target, run.Task.MaxAttempts = model.TargetWake, rec.Alarm.MaxFailures
+			}
 		case model.OutcomeDrop:
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
@@ -448,11 +449,22 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 // retried forever.
 func (s *Scheduler) planOne(d queue.DueSchedule, now time.Time) (queue.Plan, int, error) {
 	if d.Err != nil {
-		return d.Plan(), 0, d.Err
+		p := d.Plan()
+		p.RetireReason = fmt.Sprintf("retired: it cannot be planned any more: %v", d.Err)
+		return p, 0, d.Err
 	}
 	if d.Schedule == nil {
 		return d.Plan(), 0, nil // deleted: Commit drops the member
 	}
 	p, missed := s.planner.plan(d, d.Schedule, d.Compiled, now)
+	if rec := d.Schedule; p.NewNext.IsZero() && !d.Next.IsZero() && rec.Target == model.TargetWake && rec.Kind != model.KindOnce {
+		// A once alarm ends with its run; a cron or every alarm whose
+		// timetable has run out would otherwise stay active for ever.
+		last := d.Next
+		if n := len(p.Runs); n > 0 {
+			last = p.Runs[n-1].RunAt
+		}
+		p.RetireReason = fmt.Sprintf("retired: its schedule yields no fire time after %s", last.UTC().Format(time.RFC3339))
+	}
 	return p, missed, nil
 }

@@ -22,7 +22,8 @@
 --   commitPlanArgs: id, expected next, expected inflight, expected ver,
 --   new next ("" = retired), new score, new inflight key ("" =
 --   unchanged), its deadline ms, hold (flagSet = hold until the
---   in-flight run ends), number of runs,
+--   in-flight run ends), why a retired alarm fails ("" = not an error:
+--   alarm_lifecycle.lua's alarm_retire), number of runs,
 --   then per run commitRunArgs: key, run_at ms, fire_at ms, status,
 --   error, asynq message ("" for a SKIPPED run), process_at unix s ("0"
 --   = now)
@@ -41,7 +42,7 @@ local function read_plan(i)
   local p = {
     id = ARGV[i], expNext = ARGV[i + 1], expInfl = ARGV[i + 2], expVer = ARGV[i + 3],
     newNext = ARGV[i + 4], newScore = ARGV[i + 5], newInfl = ARGV[i + 6], deadline = ARGV[i + 7],
-    hold = ARGV[i + 8] == flagSet, runs = {},
+    hold = ARGV[i + 8] == flagSet, retire = ARGV[i + 9], runs = {},
   }
   i = i + commitPlanArgs
   for r = 1, tonumber(ARGV[i - 1]) do
@@ -177,6 +178,9 @@ local function advance(skey, p, cutNext)
   end
   if p.newNext == '' then
     redis.call('HDEL', skey, sfNext)
+    if p.retire ~= '' then
+      alarm_retire(skey, p.retire)
+    end
   else
     redis.call('HSET', skey, sfNext, p.newNext)
   end

@@ -19,6 +19,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT
     local st = redis.call('HGET', rkey, rfStatus)
     if st == stEnqueued or st == stStarted then
       run_end(rkey, stFailed, ARGV[4], ARGV[2])
+      alarm_run_ended(skey, stFailed, ARGV[4], ARGV[2], false)
       out[#out + 1] = inflight
     end
     -- One a launcher holds (run_launching) was being started, as one

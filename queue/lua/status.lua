@@ -1,6 +1,7 @@
 -- Record a run's status. A terminal status (SUCCESS, FAILED, SKIPPED) is
 -- final: later reports do not change it. When the run was its schedule's
--- in-flight run, the schedule is released (and resumed if it was held).
+-- in-flight run, the schedule is released (and resumed if it was held);
+-- an alarm's state follows its run's end (alarm_lifecycle.lua).
 -- KEYS[1] -> run hash
 -- KEYS[2] -> due zset
 -- KEYS[3] -> in-flight zset
@@ -18,6 +19,9 @@
 --            for; releaseAbandoned: a FAILED run whose task was archived
 --            before any launcher tried it, judged by its status before
 --            (ENQUEUED: only if a launcher tried the executor)
+-- ARGV[9] -> flagSet: the run fails because its last executor call
+--            failed, which an alarm counts as a failed delivery
+--            (alarm_lifecycle.lua); "" otherwise
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
 -- ARGV[7]); {statusChanged, new}
 local st = redis.call('HGET', KEYS[1], rfStatus)
@@ -38,6 +42,7 @@ if run_is_final(ARGV[3]) then
   local id = redis.call('HGET', KEYS[1], rfSchedule)
   if id and id ~= '' then
     local skey = ARGV[1] .. segSched .. id
+    alarm_run_ended(skey, ARGV[3], redis.call('HGET', KEYS[1], rfError) or '', ARGV[6], ARGV[9] == flagSet)
     if redis.call('HGET', skey, sfInflight) == ARGV[2] then
       local did
       if ARGV[8] == releaseAbandoned then

@@ -1,0 +1,75 @@
+-- Shared by the scripts that end runs or count their failed attempts
+-- (loadScript puts it before them): status.lua, expire_inflight.lua,
+-- attempt.lua and commit.lua. An alarm is a schedule of target wake; its
+-- state (afStatus, afFailures, afLastErr, afLastFired) follows its runs
+-- here, in the script that changes the run, so the two never disagree.
+-- A cancelled alarm is never changed.
+--
+--   the run                        | once alarm          | cron / every alarm
+--   -------------------------------+---------------------+--------------------
+--   a delivery failed, retried     | failure_count + 1, last_error (both kinds)
+--   SUCCESS                        | fired, last_fired   | last_fired
+--   FAILED, its last delivery      | failure_count + 1,  | failure_count + 1,
+--     failed                       | failed, last_error  | last_error; active
+--   FAILED otherwise (RUN_TIMEOUT, | failed, last_error  | last_error; active
+--     abandoned, no WAKE_URL)      |                     |
+--   SKIPPED                        | failed, last_error  | unchanged
+--
+-- A cron or every alarm that fails a fire time skips to its next one: the
+-- scheduler has planned it already. One retired by the scheduler (no fire
+-- time left, a definition that no longer compiles) is failed, with why.
+
+-- alarm_of returns the kind and status of the alarm at skey, or nil when
+-- skey is no alarm (or gone) or a cancelled one.
+local function alarm_of(skey)
+  local a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus)
+  if a[1] ~= targetWake or a[3] == alarmCancelled then
+    return nil
+  end
+  return {kind = a[2], status = a[3] or alarmActive}
+end
+
+-- alarm_attempt_failed counts a failed delivery of the alarm at skey that
+-- will be retried; err is why it failed.
+local function alarm_attempt_failed(skey, err)
+  if alarm_of(skey) then
+    redis.call('HINCRBY', skey, afFailures, 1)
+    redis.call('HSET', skey, afLastErr, err)
+  end
+end
+
+-- alarm_run_ended applies the end of one of its runs to the alarm at
+-- skey: final status st, the run's error err, at now (ms). delivery_failed
+-- says the run failed because its last delivery did, which counts as the
+-- ones before it.
+local function alarm_run_ended(skey, st, err, now, delivery_failed)
+  local a = alarm_of(skey)
+  if not a then
+    return
+  end
+  local once = a.kind == kindOnce and a.status == alarmActive
+  if st == stSuccess then
+    redis.call('HSET', skey, afLastFired, now)
+    if once then
+      redis.call('HSET', skey, afStatus, alarmFired)
+    end
+    return
+  end
+  if delivery_failed then
+    redis.call('HINCRBY', skey, afFailures, 1)
+  end
+  if once then
+    redis.call('HSET', skey, afStatus, alarmFailed, afLastErr, err)
+  elseif st == stFailed then
+    redis.call('HSET', skey, afLastErr, err)
+  end
+end
+
+-- alarm_retire fails the active alarm at skey, which the scheduler
+-- retired: why says why it fires no more.
+local function alarm_retire(skey, why)
+  local a = alarm_of(skey)
+  if a and a.status == alarmActive then
+    redis.call('HSET', skey, afStatus, alarmFailed, afLastErr, why)
+  end
+end

@@ -1,0 +1,79 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+// upsertAlarm stores a cron alarm (every minute) as the alarm store does.
+func (b *testBundle) upsertAlarm(t *testing.T, id string, maxFailures int, endAt *time.Time) {
+	t.Helper()
+	rec := &model.ScheduleRecord{ID: id, Owner: "did:matrix:u1:fp", UserID: "u1", Kind: model.KindCron, CronExpr: "* * * * *",
+		Target: model.TargetWake, OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupLatest, EndAt: endAt,
+		Alarm: &model.Alarm{Payload: json.RawMessage(`{}`), Status: model.AlarmActive, MaxFailures: maxFailures}}
+	require.NoError(t, rec.Validate())
+	_, err := b.store.UpsertSchedule(context.Background(), rec)
+	require.NoError(t, err)
+}
+
+func (b *testBundle) alarm(t *testing.T, id string) *model.Alarm {
+	t.Helper()
+	rec, err := b.store.GetSchedule(context.Background(), id)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Alarm)
+	return rec.Alarm
+}
+
+// An alarm's runs are tried max_failures times: their tasks carry
+// max_failures-1 retries, whatever TASK_MAX_RETRY says.
+func TestAlarmRunsAreTriedMaxFailuresTimes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	b.upsertAlarm(t, "a1", 4, nil)
+	b.runUntil(t, start.Add(time.Minute), time.Minute)
+	key := model.IdempotencyKey("a1", start.Add(time.Minute))
+	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(b.store.Config().QueueName, key)
+	require.NoError(t, err)
+	require.Equal(t, 3, info.MaxRetry)
+	p, err := queue.DecodeTaskPayload(info.Payload)
+	require.NoError(t, err)
+	require.Equal(t, model.TargetWake, p.Target)
+}
+
+// A cron alarm whose timetable runs out is retired failed, saying why,
+// rather than left active with nothing to fire.
+func TestAlarmWithNoFireTimeLeftIsFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	end := start.Add(2 * time.Minute)
+	b.upsertAlarm(t, "a1", 3, &end)
+	b.runUntil(t, start.Add(5*time.Minute), time.Minute)
+	a := b.alarm(t, "a1")
+	require.Equal(t, model.AlarmFailed, a.Status)
+	require.Equal(t, "retired: its schedule yields no fire time after "+end.Format(time.RFC3339), a.LastError)
+}
+
+// An alarm whose stored definition no longer compiles is retired failed
+// with the error, not retried on every tick.
+func TestAlarmThatNoLongerCompilesIsFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	b.upsertAlarm(t, "a1", 3, nil)
+	sh := queue.ShardOf("a1", b.store.Config().Shards)
+	// The zone database of a newer release no longer knows the zone, say.
+	require.NoError(t, b.rdb.HSet(context.Background(), fmt.Sprintf("chronos:{s%02d}:sched:a1", sh), "z", "Nowhere/Gone").Err())
+	b.runUntil(t, start.Add(2*time.Minute), time.Minute)
+	a := b.alarm(t, "a1")
+	require.Equal(t, model.AlarmFailed, a.Status)
+	require.Contains(t, a.LastError, "retired: it cannot be planned any more")
+	require.Contains(t, a.LastError, "Nowhere/Gone")
+}

@@ -41,13 +41,19 @@ type alarmCase struct {
 func setupAlarm(t *testing.T, r *queuetest.Redis, db int, kind model.Kind) *alarmCase {
 	t.Helper()
 	b := setupMethod(t, r, db)
-	ctx := context.Background()
 	at := methodNow.Add(time.Minute)
-	rec := alarmRecord("a1", kind, at)
-	require.NoError(t, rec.Validate())
-	_, err := b.store.UpsertSchedule(ctx, rec)
-	require.NoError(t, err)
+	rec := createAlarm(t, b.store, kind, at)
 	return &alarmCase{methodBundle: b, id: rec.ID, task: commitOneRun(t, b.store, rec.ID, at)}
+}
+
+// createAlarm creates an alarm as the API does.
+func createAlarm(t *testing.T, store *queue.Store, kind model.Kind, at time.Time) *model.ScheduleRecord {
+	t.Helper()
+	rec := alarmRecord(store.NewAlarmID("did:matrix:u1:fp"), kind, at)
+	require.NoError(t, rec.Validate())
+	got, _, err := store.CreateAlarm(context.Background(), rec)
+	require.NoError(t, err)
+	return got
 }
 
 // commitOneRun commits the run of schedule id at at, as a scheduler
@@ -77,9 +83,8 @@ func commitOneRun(t *testing.T, store *queue.Store, id string, at time.Time) *qu
 
 func (c *alarmCase) alarm(t *testing.T) *model.Alarm {
 	t.Helper()
-	rec, err := c.store.GetSchedule(context.Background(), c.id)
+	rec, err := c.store.GetAlarm(context.Background(), "did:matrix:u1:fp", c.id)
 	require.NoError(t, err)
-	require.NotNil(t, rec.Alarm)
 	return rec.Alarm
 }
 
@@ -153,7 +158,8 @@ func TestAlarmLifecycle(t *testing.T) {
 		t.Parallel()
 		c := setupAlarm(t, r, 5, model.KindOnce)
 		// As the alarm store's cancel writes it.
-		require.NoError(t, c.rdb.HSet(ctx, queue.ScheduleKey(queue.ShardOf(c.id, queue.ShardsDefault), c.id), queue.AfStatus, string(model.AlarmCancelled)).Err())
+		_, err := c.store.CancelAlarm(ctx, "did:matrix:u1:fp", c.id)
+		require.NoError(t, err)
 		c.attemptFailed(t, "e1")
 		c.end(t, queue.StatusUpdate{Status: model.RunSkipped, From: model.RunEnqueued, Error: "schedule paused before the run started"})
 		a := c.alarm(t)
@@ -176,7 +182,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		c := setupAlarm(t, r, 7, model.KindCron)
 		c.attemptFailed(t, "e1")
 		c.end(t, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: "executor failed after 2 attempts: e2", DeliveryFailed: true})
-		rec, err := c.store.GetSchedule(ctx, c.id)
+		rec, err := c.store.GetAlarm(ctx, "did:matrix:u1:fp", c.id)
 		require.NoError(t, err)
 		require.Equal(t, model.AlarmActive, rec.Alarm.Status)
 		require.Equal(t, 2, rec.Alarm.FailureCount)
@@ -196,10 +202,7 @@ func TestAlarmLifecycle(t *testing.T) {
 	t.Run("retired with a reason: failed with it", func(t *testing.T) {
 		t.Parallel()
 		b := setupMethod(t, r, 9)
-		rec := alarmRecord("a1", model.KindCron, time.Time{})
-		require.NoError(t, rec.Validate())
-		_, err := b.store.UpsertSchedule(ctx, rec)
-		require.NoError(t, err)
+		rec := createAlarm(t, b.store, model.KindCron, time.Time{})
 		sh := queue.ShardOf(rec.ID, queue.ShardsDefault)
 		due, err := b.store.ReadDue(ctx, sh, methodNow.Add(time.Hour), 100)
 		require.NoError(t, err)
@@ -209,7 +212,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		applied, err := b.store.Commit(ctx, sh, methodNow, []queue.Plan{p})
 		require.NoError(t, err)
 		require.Equal(t, []bool{true}, applied)
-		got, err := b.store.GetSchedule(ctx, rec.ID)
+		got, err := b.store.GetAlarm(ctx, rec.Owner, rec.ID)
 		require.NoError(t, err)
 		require.Equal(t, model.AlarmFailed, got.Alarm.Status)
 		require.Equal(t, p.RetireReason, got.Alarm.LastError)
@@ -242,10 +245,7 @@ func TestAlarmTaskRetriesFollowMaxFailures(t *testing.T) {
 	r := queuetest.StartRedis(t)
 	b := setupMethod(t, r, 1)
 	ctx := context.Background()
-	rec := alarmRecord("a1", model.KindOnce, methodNow.Add(time.Minute))
-	require.NoError(t, rec.Validate())
-	_, err := b.store.UpsertSchedule(ctx, rec)
-	require.NoError(t, err)
+	rec := createAlarm(t, b.store, model.KindOnce, methodNow.Add(time.Minute))
 	task := commitOneRun(t, b.store, rec.ID, methodNow.Add(time.Minute))
 	insp := asynq.NewInspectorFromRedisClient(b.rdb)
 	info, err := insp.GetTaskInfo(b.store.Config().QueueName, task.IdempotencyKey)

@@ -41,7 +41,6 @@ const (
 	RfSource   = rfSource
 	RfAttempts = rfAttempts
 
-	AfStatus    = afStatus
 	AfFailures  = afFailures
 	AfLastErr   = afLastErr
 	AfLastFired = afLastFired

@@ -14,22 +14,24 @@ import (
 	"github.com/chronos-sched/chronos/queue"
 )
 
-// upsertAlarm stores a cron alarm (every minute) as the alarm store does.
-func (b *testBundle) upsertAlarm(t *testing.T, id string, maxFailures int, endAt *time.Time) {
+const alarmOwner = "did:matrix:u1:fp"
+
+// createAlarm creates a cron alarm (every minute) and returns its id.
+func (b *testBundle) createAlarm(t *testing.T, maxFailures int, endAt *time.Time) string {
 	t.Helper()
-	rec := &model.ScheduleRecord{ID: id, Owner: "did:matrix:u1:fp", UserID: "u1", Kind: model.KindCron, CronExpr: "* * * * *",
-		Target: model.TargetWake, OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupLatest, EndAt: endAt,
-		Alarm: &model.Alarm{Payload: json.RawMessage(`{}`), Status: model.AlarmActive, MaxFailures: maxFailures}}
+	rec := &model.ScheduleRecord{ID: b.store.NewAlarmID(alarmOwner), Owner: alarmOwner, UserID: "u1", Kind: model.KindCron,
+		CronExpr: "* * * * *", Target: model.TargetWake, OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupLatest,
+		EndAt: endAt, Alarm: &model.Alarm{Payload: json.RawMessage(`{}`), MaxFailures: maxFailures}}
 	require.NoError(t, rec.Validate())
-	_, err := b.store.UpsertSchedule(context.Background(), rec)
+	got, _, err := b.store.CreateAlarm(context.Background(), rec)
 	require.NoError(t, err)
+	return got.ID
 }
 
 func (b *testBundle) alarm(t *testing.T, id string) *model.Alarm {
 	t.Helper()
-	rec, err := b.store.GetSchedule(context.Background(), id)
+	rec, err := b.store.GetAlarm(context.Background(), alarmOwner, id)
 	require.NoError(t, err)
-	require.NotNil(t, rec.Alarm)
 	return rec.Alarm
 }
 
@@ -38,9 +40,9 @@ func (b *testBundle) alarm(t *testing.T, id string) *model.Alarm {
 func TestAlarmRunsAreTriedMaxFailuresTimes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	b.upsertAlarm(t, "a1", 4, nil)
+	id := b.createAlarm(t, 4, nil)
 	b.runUntil(t, start.Add(time.Minute), time.Minute)
-	key := model.IdempotencyKey("a1", start.Add(time.Minute))
+	key := model.IdempotencyKey(id, start.Add(time.Minute))
 	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(b.store.Config().QueueName, key)
 	require.NoError(t, err)
 	require.Equal(t, 3, info.MaxRetry)
@@ -55,9 +57,9 @@ func TestAlarmWithNoFireTimeLeftIsFailed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	end := start.Add(2 * time.Minute)
-	b.upsertAlarm(t, "a1", 3, &end)
+	id := b.createAlarm(t, 3, &end)
 	b.runUntil(t, start.Add(5*time.Minute), time.Minute)
-	a := b.alarm(t, "a1")
+	a := b.alarm(t, id)
 	require.Equal(t, model.AlarmFailed, a.Status)
 	require.Equal(t, "retired: its schedule yields no fire time after "+end.Format(time.RFC3339), a.LastError)
 }
@@ -67,12 +69,12 @@ func TestAlarmWithNoFireTimeLeftIsFailed(t *testing.T) {
 func TestAlarmThatNoLongerCompilesIsFailed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	b.upsertAlarm(t, "a1", 3, nil)
-	sh := queue.ShardOf("a1", b.store.Config().Shards)
+	id := b.createAlarm(t, 3, nil)
+	sh := queue.ShardOf(id, b.store.Config().Shards)
 	// The zone database of a newer release no longer knows the zone, say.
-	require.NoError(t, b.rdb.HSet(context.Background(), fmt.Sprintf("chronos:{s%02d}:sched:a1", sh), "z", "Nowhere/Gone").Err())
+	require.NoError(t, b.rdb.HSet(context.Background(), fmt.Sprintf("chronos:{s%02d}:sched:%s", sh, id), "z", "Nowhere/Gone").Err())
 	b.runUntil(t, start.Add(2*time.Minute), time.Minute)
-	a := b.alarm(t, "a1")
+	a := b.alarm(t, id)
 	require.Equal(t, model.AlarmFailed, a.Status)
 	require.Contains(t, a.LastError, "retired: it cannot be planned any more")
 	require.Contains(t, a.LastError, "Nowhere/Gone")

@@ -64,12 +64,13 @@ type Job struct {
 	CreatedAt, UpdatedAt time.Time
 
 	// Filled from the alarm by FromAlarm.
-	AlarmID    string
-	Status     model.AlarmStatus
-	NextRunAt  *time.Time
-	LastRunAt  *time.Time
-	LastStatus *string
-	LastError  *string
+	AlarmID      string
+	alarmCreated time.Time
+	Status       model.AlarmStatus
+	NextRunAt    *time.Time
+	LastRunAt    *time.Time
+	LastStatus   *string
+	LastError    *string
 }
 
 // payload is what a job keeps in its alarm's payload, which every wake
@@ -172,7 +173,7 @@ func FromAlarm(rec *model.ScheduleRecord) (*Job, bool) {
 		ID: p.JobID, Name: rec.Alarm.Label, Message: rec.Alarm.WakeMessage,
 		PayloadKind: p.Kind, Deliver: p.Deliver, Channel: p.Channel, To: p.To, DeleteAfterRun: p.DeleteAfterRun,
 		CreatedAt: time.UnixMilli(p.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(p.UpdatedAtMs).UTC(),
-		AlarmID: rec.ID, Status: rec.Alarm.Status, LastStatus: p.LastStatus, LastError: p.LastError,
+		AlarmID: rec.ID, alarmCreated: rec.CreatedAt, Status: rec.Alarm.Status, LastStatus: p.LastStatus, LastError: p.LastError,
 	}
 	if j.Status == "" {
 		j.Status = model.AlarmActive

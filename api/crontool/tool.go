@@ -273,7 +273,8 @@ func (t *Tool) add(ctx context.Context, owner auth.DID, a Args) (*Result, error)
 	return nil, fmt.Errorf("no free job id for %s after %d draws", owner.Raw, addTries)
 }
 
-// Jobs lists the owner's jobs of every status, oldest first.
+// Jobs lists the owner's jobs of every status, in the order nanobot
+// appends them (by createdAtMs).
 func (t *Tool) Jobs(ctx context.Context, owner auth.DID) ([]*Job, error) {
 	recs, err := t.store.ListAlarms(ctx, owner.Raw)
 	if err != nil {
@@ -285,9 +286,7 @@ func (t *Tool) Jobs(ctx context.Context, owner auth.DID) ([]*Job, error) {
 			jobs = append(jobs, j)
 		}
 	}
-	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	sortForExport(jobs)
 	return jobs, nil
 }
 

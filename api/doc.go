@@ -44,8 +44,10 @@
 // subject, or before authentication its IP address) has a token bucket
 // of Config.RateLimit requests per second. A 400 message
 // starts with the field at fault: "cron_expr: invalid cron expression ...",
-// "timezone: unknown time zone \"Mars/Base\"". Unknown JSON fields are
-// ignored; a known field of the wrong type is a 400 naming it.
+// "timezone: unknown time zone \"Mars/Base\"". An unknown field of a
+// request object is a 400 naming it (and the field meant, when one is
+// close), as is a known field of the wrong type; a workflow DAG is kept
+// as sent.
 //
 // Every endpoint that reads a body (POST and PUT) requires Content-Type
 // application/json (parameters such as charset allowed): a web page can
@@ -101,6 +103,14 @@
 //
 // The OpenAPI document (openapi.json in this folder, embedded) describes
 // each request and response field.
+//
+// Upsert takes a kind: cron (the default) with cron_expr, once with
+// delay_seconds or fire_at, every with every_seconds; a timing field of
+// another kind is a 400 naming it (kinds.go). A once schedule's
+// delay_seconds counts from the store's clock when the schedule is created;
+// an upsert that repeats the stored delay_seconds or fire_at keeps the fire
+// time, so a repeated body never moves it nor fires it again after its run.
+// A once schedule that names no catchup_policy gets "latest".
 //
 // Upsert answers 200 whether it created the schedule or not; "created"
 // says which, and "changed" whether anything was written (an upsert of the

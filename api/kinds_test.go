@@ -325,3 +325,18 @@ func TestKindChange(t *testing.T) {
 	body["kind"] = "cron"
 	require.False(t, upsert(t, b, body).Changed)
 }
+
+// TestOncePausedPastItsTime: a once schedule paused past its time never
+// fires; resuming it leaves it completed.
+func TestOncePausedPastItsTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, kindBody("p1", "kind", "once", "delay_seconds", 60, "paused", true))
+	b.clock.Advance(time.Hour)
+	b.tick(t, "p1")
+	v := ok[api.ScheduleView](t, b, http.StatusOK, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "p1", "paused": false})
+	require.Equal(t, api.StateCompleted, v.State)
+	require.Nil(t, v.NextRunAt)
+	b.tick(t, "p1")
+	queuetest.RequireRuns(t, b.store, "p1", "")
+}

@@ -18,42 +18,39 @@ type Definition struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// param is one argument of the tool: its JSON Schema and the actions
-// that take it.
+// param is one argument of the tool and its JSON Schema.
 type param struct {
-	name    string
-	schema  map[string]any
-	actions []string
+	name   string
+	schema map[string]any
 }
 
 // params are the tool's arguments in the order the schema lists them:
 // nanobot's, then chronos's (deliver, channel, to).
 func (t *Tool) params() []param {
 	zone := zoneName(t.zone)
-	add, remove := []string{ActionAdd}, []string{ActionRemove}
 	return []param{
 		{"action", map[string]any{"type": "string", "enum": []string{ActionAdd, ActionList, ActionRemove},
-			"description": "Action to perform"}, nil},
+			"description": "Action to perform"}},
 		{"name", map[string]any{"type": "string",
-			"description": "Optional short human-readable label for the job (e.g. 'daily-standup'). Defaults to the first 30 characters of message."}, add},
+			"description": "Optional short human-readable label for the job (e.g. 'daily-standup'). Defaults to the first 30 characters of message."}},
 		{"message", map[string]any{"type": "string",
-			"description": "REQUIRED when action='add'. Instruction for the agent to carry out when the job fires (e.g. 'Remind me to call mum'). Not used for list or remove."}, add},
+			"description": "REQUIRED when action='add'. Instruction for the agent to carry out when the job fires (e.g. 'Remind me to call mum'). Not used for list or remove."}},
 		{"every_seconds", map[string]any{"type": "integer",
-			"description": "Interval in seconds (for recurring tasks). Give one of every_seconds, cron_expr or at."}, add},
+			"description": "Interval in seconds (for recurring tasks). Give one of every_seconds, cron_expr or at."}},
 		{"cron_expr", map[string]any{"type": "string",
-			"description": "Cron expression like '0 9 * * *': minute hour day-of-month month day-of-week (for scheduled tasks)."}, add},
+			"description": "Cron expression like '0 9 * * *': minute hour day-of-month month day-of-week (for scheduled tasks)."}},
 		{"tz", map[string]any{"type": "string",
-			"description": fmt.Sprintf("IANA timezone of cron_expr or of a local at (e.g. 'America/Vancouver'). Default %s. An unknown zone is an error.", zone)}, add},
+			"description": fmt.Sprintf("IANA timezone of cron_expr or of a local at (e.g. 'America/Vancouver'). Default %s. An unknown zone is an error.", zone)}},
 		{"at", map[string]any{"type": "string",
-			"description": fmt.Sprintf("ISO datetime for one-time execution (e.g. '2026-02-12T10:30:00', read in tz, default %s; or with an offset, '2026-02-12T10:30:00+01:00'). The job is removed after it runs.", zone)}, add},
+			"description": fmt.Sprintf("ISO datetime for one-time execution (e.g. '2026-02-12T10:30:00', read in tz, default %s; or with an offset, '2026-02-12T10:30:00+01:00'). The job is removed after it runs.", zone)}},
 		{"deliver", map[string]any{"type": "boolean",
-			"description": "Deliver the agent's answer to the chat when the job fires (default true)."}, add},
+			"description": "Deliver the agent's answer to the chat when the job fires (default true)."}},
 		{"channel", map[string]any{"type": "string",
-			"description": "Chat channel to deliver to (e.g. 'telegram')."}, add},
+			"description": "Chat channel to deliver to (e.g. 'telegram')."}},
 		{"to", map[string]any{"type": "string",
-			"description": "Chat or recipient id to deliver to on that channel."}, add},
+			"description": "Chat or recipient id to deliver to on that channel."}},
 		{"job_id", map[string]any{"type": "string",
-			"description": "REQUIRED when action='remove'. Job ID to remove (from action='list')."}, remove},
+			"description": "REQUIRED when action='remove'. Job ID to remove (from action='list')."}},
 	}
 }
 
@@ -70,33 +67,64 @@ func (t *Tool) description() string {
 // function whose parameters do; the per-action rules are the tool's
 // answers instead.
 func (t *Tool) Definition() Definition {
-	return Definition{Name: Name, Description: t.description(), Parameters: t.objectSchema(nil, []string{"action"})}
+	return Definition{Name: Name, Description: t.description(), Parameters: t.objectSchema([]string{"action"})}
+}
+
+// actionParams are the arguments each action takes, in schema order,
+// the required one first.
+var actionParams = map[string][]string{
+	ActionAdd:    {"message", "name", "every_seconds", "cron_expr", "tz", "at", "deliver", "channel", "to"},
+	ActionList:   {},
+	ActionRemove: {"job_id"},
 }
 
 // ActionSchema is the input schema of one action as a tool of its own
-// (MCP's cron_add, cron_list and cron_remove): the arguments that action
-// takes, with its required one.
-func (t *Tool) ActionSchema(action string) json.RawMessage {
-	var req []string
-	switch action {
-	case ActionAdd:
-		req = []string{"message"}
-	case ActionRemove:
-		req = []string{"job_id"}
+// (MCP's cron_add, cron_list and cron_remove), cut from the parameters
+// of a Definition (so `chronos mcp` cuts it from the API's): the
+// arguments that action takes, with its required one.
+func ActionSchema(def Definition, action string) (json.RawMessage, error) {
+	names, ok := actionParams[action]
+	if !ok {
+		return nil, fmt.Errorf("unknown action %q", action)
 	}
-	return t.objectSchema(&action, req)
+	var all struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(def.Parameters, &all); err != nil {
+		return nil, fmt.Errorf("the cron tool's parameters: %w", err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","properties":{`)
+	for i, n := range names {
+		p, ok := all.Properties[n]
+		if !ok {
+			return nil, fmt.Errorf("the cron tool's parameters have no %s", n)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(n)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(p)
+	}
+	b.WriteString(`}`)
+	if len(names) > 0 {
+		r, _ := json.Marshal(names[:1])
+		b.WriteString(`,"required":`)
+		b.Write(r)
+	}
+	b.WriteString(`}`)
+	return b.Bytes(), nil
 }
 
 // objectSchema writes the parameters' object schema, properties in
-// order; with action set, only that action's arguments and no action.
-func (t *Tool) objectSchema(action *string, required []string) json.RawMessage {
+// order.
+func (t *Tool) objectSchema(required []string) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteString(`{"type":"object","properties":{`)
 	n := 0
 	for _, p := range t.params() {
-		if action != nil && !takes(p, *action) {
-			continue
-		}
 		if n > 0 {
 			b.WriteByte(',')
 		}
@@ -115,13 +143,4 @@ func (t *Tool) objectSchema(action *string, required []string) json.RawMessage {
 	}
 	b.WriteString(`}`)
 	return b.Bytes()
-}
-
-func takes(p param, action string) bool {
-	for _, a := range p.actions {
-		if a == action {
-			return true
-		}
-	}
-	return false
 }

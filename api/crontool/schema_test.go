@@ -93,12 +93,17 @@ func TestSchemaNamesTheToolsArguments(t *testing.T) {
 func TestActionSchemas(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "UTC")
-	add := resolve(t, b.tool.ActionSchema(ActionAdd))
+	schema := func(action string) json.RawMessage {
+		raw, err := ActionSchema(b.tool.Definition(), action)
+		require.NoError(t, err)
+		return raw
+	}
+	add := resolve(t, schema(ActionAdd))
 	require.NoError(t, add.Validate(instance(t, `{"message":"Drink water","every_seconds":7200}`)))
 	require.Error(t, add.Validate(instance(t, `{"every_seconds":7200}`)), "message is required")
-	list := resolve(t, b.tool.ActionSchema(ActionList))
+	list := resolve(t, schema(ActionList))
 	require.NoError(t, list.Validate(instance(t, `{}`)))
-	remove := resolve(t, b.tool.ActionSchema(ActionRemove))
+	remove := resolve(t, schema(ActionRemove))
 	require.NoError(t, remove.Validate(instance(t, `{"job_id":"a1b2c3d4"}`)))
 	require.Error(t, remove.Validate(instance(t, `{}`)))
 }

@@ -41,6 +41,10 @@ func alarmsKey(s int, owner string) string       { return shardPrefix(s) + segAl
 func alarmKeysKey(s int, owner string) string    { return shardPrefix(s) + segAlarmKeys + owner }
 func alarmsActiveKey(s int, owner string) string { return shardPrefix(s) + segAlarmsActive + owner }
 
+// releasedChannel is the Pub/Sub channel of shard s's schedules made due
+// at once by their run in flight ending (status.lua, WatchReleased).
+func releasedChannel(s int) string { return shardPrefix(s) + chanReleased }
+
 // manualKeyPrefix prefixes the marks of the idempotency keys manual runs
 // took, in the run queue's hash slot (beside its tasks), where the commit
 // script looks: a schedule's run with such a key is not enqueued again.

@@ -137,6 +137,13 @@ const (
 	segAlarmsActive = "alarmsactive:" // SET ids of alarms created active and not cancelled since
 )
 
+// chanReleased is the Pub/Sub channel after a shard's prefix
+// (chronos:{sNN}:released) on which status.lua publishes the id of a
+// schedule it made due at once (Store.WatchReleased). A channel, not a
+// key, but spelt once all the same: a launcher and a scheduler of
+// different versions must agree on it.
+const chanReleased = "released"
+
 // Values of fields the scripts compare or write, from model.
 const (
 	stEnqueued   = string(model.RunEnqueued)    // rfStatus: the task waits for a launcher
@@ -244,6 +251,7 @@ var luaNames = []struct {
 	{"metaShards", metaShards},
 	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},
 	{"segAlarms", segAlarms}, {"segAlarmKeys", segAlarmKeys}, {"segAlarmsActive", segAlarmsActive},
+	{"chanReleased", chanReleased},
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},
 	{"stSkipped", stSkipped}, {"srcSchedule", srcSchedule}, {"srcManual", srcManual}, {"overlapQueue", overlapQueue},
 	{"flagSet", flagSet},

@@ -33,6 +33,7 @@ func TestKeySpelling(t *testing.T) {
 		{alarmsKey(7, "did:matrix:u:f"), "chronos:{s07}:alarms:did:matrix:u:f"},
 		{alarmKeysKey(7, "did:matrix:u:f"), "chronos:{s07}:alarmkeys:did:matrix:u:f"},
 		{alarmsActiveKey(7, "did:matrix:u:f"), "chronos:{s07}:alarmsactive:did:matrix:u:f"},
+		{releasedChannel(7), "chronos:{s07}:released"},
 		{manualKeyPrefix("chronos") + "k", "chronos:{chronos}:manual:k"},
 		{workflowKey("wf", "2"), "chronos:wf:{wf}:2"},
 		{workflowsKey, "chronos:workflows"},

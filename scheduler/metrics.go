@@ -6,6 +6,7 @@ import (
 
 type metrics struct {
 	due, emitted, skipped, missed, stale prometheus.Counter
+	wakes                                prometheus.Counter
 	drift, catchupLateness               prometheus.Histogram
 	tick                                 prometheus.Histogram
 	shards                               prometheus.Gauge
@@ -31,11 +32,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600}}),
 		tick: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_tick_duration_seconds",
 			Help: "Time to work one shard for one tick.", Buckets: prometheus.DefBuckets}),
+		wakes: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_shard_wakes_total",
+			Help: "Ticks of a shard between its tick boundaries: a schedule became due at once when its run in flight ended (a queue schedule's held run)."}),
 		shards: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chronos_shards_owned",
 			Help: "Shards whose lease this replica holds."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.due, m.emitted, m.skipped, m.missed, m.stale, m.drift, m.catchupLateness, m.tick, m.shards)
+		reg.MustRegister(m.due, m.emitted, m.skipped, m.missed, m.stale, m.drift, m.catchupLateness, m.tick, m.shards, m.wakes)
 	}
 	return m
 }

@@ -43,6 +43,10 @@ type shardLoop struct {
 	lease  *queue.Lease
 	cancel context.CancelFunc
 	done   chan struct{}
+	// wake asks for a tick before the next boundary: a schedule of the
+	// shard became due at once (released). One pending wake stands for
+	// any number.
+	wake chan struct{}
 }
 
 // New returns a scheduler replica working store. logger and reg may be nil.
@@ -86,6 +90,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ownershipLoop(ctx) })
 	wg.Go(func() { s.forwardLoop(ctx) })
+	wg.Go(func() { s.store.WatchReleased(ctx, s.released) })
 	go func() {
 		wg.Wait()
 		close(done)
@@ -229,7 +234,7 @@ func (s *Scheduler) snapshot() map[int]*shardLoop {
 
 func (s *Scheduler) startShard(ctx context.Context, lease *queue.Lease) *shardLoop {
 	ctx, cancel := context.WithCancel(ctx)
-	l := &shardLoop{lease: lease, cancel: cancel, done: make(chan struct{})}
+	l := &shardLoop{lease: lease, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.held[lease.Shard] = l
 	s.metrics.shards.Set(float64(len(s.held)))
@@ -277,9 +282,27 @@ func (s *Scheduler) leaseValid(l *queue.Lease) bool {
 	return time.Now().Before(l.Until().Add(-s.margin()))
 }
 
+// released wakes the loop of shard, if this replica holds it: schedule
+// id became due at once, its run in flight ended with the next run
+// waiting behind it (queue.Store.WatchReleased). Planned at the next tick
+// instead, a "queue" schedule's backlog would drain one run per tick.
+func (s *Scheduler) released(shard int, id string) {
+	s.mu.Lock()
+	l := s.held[shard]
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	select {
+	case l.wake <- struct{}{}:
+		s.metrics.wakes.Inc()
+	default: // a wake is pending: its tick reads this schedule too
+	}
+}
+
 func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 	defer close(l.done)
-	s.onTicks(ctx, func() {
+	s.onTicksAndWakes(ctx, l.wake, func() {
 		began := time.Now()
 		switch err := s.tickShard(ctx, l.lease); {
 		case errors.Is(err, errLeaseLost):
@@ -309,7 +332,11 @@ func (s *Scheduler) forwardLoop(ctx context.Context) {
 
 // onTicks calls tick at once and then on each tick boundary (see
 // untilNextTick) until ctx ends.
-func (s *Scheduler) onTicks(ctx context.Context, tick func()) {
+func (s *Scheduler) onTicks(ctx context.Context, tick func()) { s.onTicksAndWakes(ctx, nil, tick) }
+
+// onTicksAndWakes is onTicks that also calls tick on each wake, between
+// boundaries; the wait for the next boundary goes on.
+func (s *Scheduler) onTicksAndWakes(ctx context.Context, wake <-chan struct{}, tick func()) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var boundary time.Time // the tick boundary last waited for
@@ -317,6 +344,9 @@ func (s *Scheduler) onTicks(ctx context.Context, tick func()) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-wake:
+			tick()
+			continue
 		case <-t.C:
 		}
 		tick()

@@ -43,6 +43,10 @@ local function ran(st, unplanned, att, launching)
   return true
 end
 
+-- release returns true when the schedule is due at once: it was held and its
+-- act time has come, released or missed. The caller tells the shard's
+-- scheduler (chanReleased), so a backlog of held runs drains as fast as
+-- its runs end, not one run per tick.
 local function release(skey, id, due_key, inflight_key, ran, now)
   local s = redis.call('HMGET', skey, sfHeld, sfPaused)
   redis.call('HDEL', skey, sfInflight)
@@ -51,8 +55,10 @@ local function release(skey, id, due_key, inflight_key, ran, now)
     local act = unhold(skey, ran, now)
     if act then
       redis.call('ZADD', due_key, act, id)
+      return act <= tonumber(now)
     end
   else
     redis.call('HDEL', skey, sfHeld)
   end
+  return false
 end

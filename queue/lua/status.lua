@@ -1,7 +1,9 @@
 -- Record a run's status. A terminal status (SUCCESS, FAILED, SKIPPED) is
 -- final: later reports do not change it. When the run was its schedule's
 -- in-flight run, the schedule is released (and resumed if it was held);
--- an alarm's state follows its run's end (alarm_lifecycle.lua).
+-- an alarm's state follows its run's end (alarm_lifecycle.lua); if the
+-- release makes the schedule due at once, its id is published on the
+-- shard's channel (ARGV[1] .. chanReleased).
 -- KEYS[1] -> run hash
 -- KEYS[2] -> due zset
 -- KEYS[3] -> in-flight zset
@@ -50,7 +52,11 @@ if run_is_final(ARGV[3]) then
       else
         did = ran(ARGV[3], ARGV[8] == releaseUnplanned, 0, false)
       end
-      release(skey, id, KEYS[2], KEYS[3], did, ARGV[6])
+      if release(skey, id, KEYS[2], KEYS[3], did, ARGV[6]) then
+        -- Due at once: the scheduler holding the shard plans it now, not
+        -- at its next tick (Store.WatchReleased).
+        redis.call('PUBLISH', ARGV[1] .. chanReleased, id)
+      end
     end
   end
 end

@@ -110,12 +110,12 @@ func (c CatchupPolicy) keeps(latest bool) bool {
 // MissedBefore returns the cutoff of missed runs: a run whose fire time
 // (after jitter) is before it is missed. That is a run found more than
 // grace late; and, behind a run a "queue" schedule releases
-// (heldBacklog), every run already due, however little late. A queue
-// schedule releases one run per tick, so one firing about as often as it
-// ticks would otherwise stay as far behind as a stall put it, forever,
-// each run just under the grace. Its catch-up policy decides that
-// backlog as any missed runs: none drops it, latest keeps the last run,
-// fire_immediately and spread keep every run, each waiting its turn.
+// (heldBacklog), every run already due, however little late: a backlog
+// a stall left, each run maybe just under the grace. Its catch-up policy
+// decides that backlog as any missed runs: none drops it, latest keeps
+// the last run, fire_immediately and spread keep every run, each waiting
+// its turn. A held run is planned as soon as the run before it ends
+// (scheduler wakes), so a kept backlog drains as fast as its runs end.
 func MissedBefore(now time.Time, grace time.Duration, heldBacklog bool) time.Time {
 	if heldBacklog {
 		return now.Add(time.Nanosecond)

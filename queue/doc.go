@@ -20,6 +20,7 @@
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run
 //	chronos:{s07}:vers           STRING the shard's definition version counter (upsert.lua): ver never repeats, even for an id re-created
 //	chronos:{s07}:lease          STRING redsync lock of the shard
+//	chronos:{s07}:released       Pub/Sub channel, not a key: ids of schedules a status report made due at once (WatchReleased)
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON
 //	chronos:workflows            SET   the keys of the stored workflow versions (their count is capped)
 //	chronos:meta                 HASH  shards (fixed when the first process starts)
@@ -41,6 +42,13 @@
 // in-flight runs, alarm_lifecycle.lua moves an alarm's state with its
 // runs' ends and failed deliveries. No script reads Redis's clock: now is
 // an argument.
+//
+// status.lua publishes the id of a schedule it made due at once, a
+// "queue" schedule's held run whose time has come, on the shard's
+// released channel. The scheduler holding the shard plans it then rather
+// than at its next tick (WatchReleased), so a held backlog drains as fast
+// as its runs end. The message is only a hint: the due set says what is
+// due, and a lost message leaves the schedule to the next tick.
 //
 // A schedule's act time is its next fire time minus the lookahead for the
 // "allow" overlap policy (so its task can be enqueued ahead with ProcessAt),
@@ -73,6 +81,7 @@
 //	│ held = 1, score = +inf           ├─is not due yet───────────────┤
 //	└────────────────┬─────────────────┘                              │
 //	                 │ the same: the run ran and next is due already  │
+//	                 │ (status.lua also publishes it: WatchReleased)  │
 //	                 ▼                                                │
 //	┌──────────────────────────────────┐ commit.lua plans next (maybe │
 //	│ Released                         │ in flight again) and clears  │

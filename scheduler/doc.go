@@ -19,4 +19,16 @@
 // margin left (the shard loop skips its ticks otherwise). It does not rely on that for correctness: two holders that
 // overlap plan from the same state, the commit script applies one plan, and
 // asynq rejects a second task with the same TaskID (see package queue).
+//
+// # Ticks
+//
+// A shard loop ticks on each boundary of TICK_MS on the shared clock,
+// a couple of milliseconds after it, so a run due on a whole second is
+// planned at once. It also ticks when woken: a status report ended a
+// "queue" schedule's run in flight while the next run, already due,
+// waited behind it (queue.Store.WatchReleased). Planned at the next
+// boundary instead, a held backlog would drain one run per tick, and a
+// schedule firing about as often as it ticks would never catch up. A
+// wake tick is an ordinary tick: it plans whatever is due, and the
+// commit script keeps it from planning a run twice.
 package scheduler

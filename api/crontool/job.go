@@ -66,11 +66,14 @@ type Job struct {
 	// Filled from the alarm by FromAlarm.
 	AlarmID      string
 	alarmCreated time.Time
-	Status       model.AlarmStatus
-	NextRunAt    *time.Time
-	LastRunAt    *time.Time
-	LastStatus   *string
-	LastError    *string
+	// fileIndex is an imported job's position in its jobs.json, which
+	// orders the jobs one import created within one millisecond.
+	fileIndex  int
+	Status     model.AlarmStatus
+	NextRunAt  *time.Time
+	LastRunAt  *time.Time
+	LastStatus *string
+	LastError  *string
 }
 
 // payload is what a job keeps in its alarm's payload, which every wake
@@ -86,6 +89,8 @@ type payload struct {
 	DeleteAfterRun bool    `json:"delete_after_run"`
 	CreatedAtMs    int64   `json:"created_at_ms"`
 	UpdatedAtMs    int64   `json:"updated_at_ms"`
+	// FileIndex is an imported job's position in its jobs.json.
+	FileIndex int `json:"file_index,omitempty"`
 	// An imported job's last run, until chronos runs it.
 	LastRunAtMs *int64  `json:"last_run_at_ms,omitempty"`
 	LastStatus  *string `json:"last_status,omitempty"`
@@ -136,7 +141,7 @@ func ToAlarm(job *Job, owner auth.DID) (*model.ScheduleRecord, error) {
 	p := payload{
 		JobID: job.ID, Kind: job.PayloadKind, Deliver: job.Deliver, Channel: job.Channel, To: job.To,
 		DeleteAfterRun: job.DeleteAfterRun, CreatedAtMs: job.CreatedAt.UnixMilli(), UpdatedAtMs: job.UpdatedAt.UnixMilli(),
-		LastStatus: job.LastStatus, LastError: job.LastError,
+		LastStatus: job.LastStatus, LastError: job.LastError, FileIndex: job.fileIndex,
 	}
 	if p.Kind == "" {
 		p.Kind = PayloadKindAgentTurn
@@ -173,7 +178,7 @@ func FromAlarm(rec *model.ScheduleRecord) (*Job, bool) {
 		ID: p.JobID, Name: rec.Alarm.Label, Message: rec.Alarm.WakeMessage,
 		PayloadKind: p.Kind, Deliver: p.Deliver, Channel: p.Channel, To: p.To, DeleteAfterRun: p.DeleteAfterRun,
 		CreatedAt: time.UnixMilli(p.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(p.UpdatedAtMs).UTC(),
-		AlarmID: rec.ID, alarmCreated: rec.CreatedAt, Status: rec.Alarm.Status, LastStatus: p.LastStatus, LastError: p.LastError,
+		AlarmID: rec.ID, alarmCreated: rec.CreatedAt, fileIndex: p.FileIndex, Status: rec.Alarm.Status, LastStatus: p.LastStatus, LastError: p.LastError,
 	}
 	if j.Status == "" {
 		j.Status = model.AlarmActive

@@ -105,6 +105,7 @@ func (t *Tool) importJob(ctx context.Context, owner auth.DID, nj *nanobot.Job, n
 		r.Outcome, r.Reason = OutcomeSkipped, reason
 		return nil
 	}
+	j.fileIndex = r.Index
 	rec, err := ToAlarm(j, owner)
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func (t *Tool) fromNanobot(nj *nanobot.Job, now time.Time) (j *Job, reason, note
 // (enabled or disabled), and `at` jobs that ran but are kept
 // (deleteAfterRun false, as nanobot keeps them, disabled). Removed jobs
 // and `at` jobs deleted after their run are not in it. Jobs come in the
-// order nanobot appends them: by createdAtMs.
+// order nanobot appends them: as they were added or imported.
 func (t *Tool) Export(ctx context.Context, owner auth.DID) (*nanobot.File, error) {
 	jobs, err := t.Jobs(ctx, owner)
 	if err != nil {
@@ -243,10 +244,12 @@ func msPtr(t *time.Time) *int64 {
 	return &ms
 }
 
-// sortForExport orders jobs as nanobot appends them: by createdAtMs,
-// then by when their alarms were created.
+// sortForExport orders jobs as nanobot appends them: by when their
+// alarms were created, and the jobs of one import created within the
+// same millisecond by their place in the file.
 func sortForExport(jobs []*Job) {
 	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), a.alarmCreated.Compare(b.alarmCreated), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(a.alarmCreated.Compare(b.alarmCreated), cmp.Compare(a.fileIndex, b.fileIndex),
+			a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 }

@@ -274,7 +274,7 @@ func (t *Tool) add(ctx context.Context, owner auth.DID, a Args) (*Result, error)
 }
 
 // Jobs lists the owner's jobs of every status, in the order nanobot
-// appends them (by createdAtMs).
+// appends them: as they were added or imported.
 func (t *Tool) Jobs(ctx context.Context, owner auth.DID) ([]*Job, error) {
 	recs, err := t.store.ListAlarms(ctx, owner.Raw)
 	if err != nil {

@@ -28,9 +28,17 @@ var publicRoutes = map[string]bool{
 	MonitoringPath + "/login": true, MonitoringPath + "/logout": true,
 }
 
+// ownerRoutes are an agent's own routes: the alarms. They need no scope
+// but always a verified token whose subject is a well-formed DID (the
+// owner), even when the API runs open (chronos dev, INSECURE): the owner
+// is who the alarm belongs to, which an open API cannot tell. A service
+// token (a name for subject, with scopes, even admin) is refused there:
+// it owns no alarms. guardOwner enforces this before routeScopes is read.
+var ownerRoutes = map[string]bool{"/v1/alarms": true, "/v1/alarms/:id": true}
+
 // routeScopes is the scope each route needs, by "METHOD pattern". A
-// registered route missing here needs admin, so a new route is closed
-// until someone decides who may call it.
+// registered route missing here (and from ownerRoutes) needs admin, so a
+// new route is closed until someone decides who may call it.
 var routeScopes = map[string]auth.Scope{
 	"GET /openapi.json":                       auth.ScopeSchedulesRead,
 	"GET /v1/preview":                         auth.ScopeSchedulesRead,
@@ -78,6 +86,9 @@ func (s *server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		if publicRoutes[route] && s.registered(route) {
 			return next(c)
 		}
+		if ownerRoutes[route] && s.registered(route) {
+			return s.guardOwner(c, next)
+		}
 		if s.cfg.Open {
 			if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
 				return err
@@ -109,6 +120,60 @@ func (s *server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// guardOwner lets an owner route's request through only with a verified
+// bearer token whose subject is a well-formed DID, which it puts in the
+// request's context; anything else is a 401 before a handler (and Redis)
+// is reached. The token is verified by Auth, or by OwnerAuth when the API
+// runs open.
+func (s *server) guardOwner(c echo.Context, next echo.HandlerFunc) error {
+	id, err := s.authenticateOwner(c)
+	if err != nil {
+		if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
+			return err
+		}
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="chronos"`)
+		return &statusError{status: http.StatusUnauthorized, code: CodeUnauthenticated, message: err.Error()}
+	}
+	if err := s.limit(c, "sub:"+id.Subject); err != nil {
+		return err
+	}
+	req := c.Request()
+	c.SetRequest(req.WithContext(auth.WithIdentity(req.Context(), id)))
+	return next(c)
+}
+
+// authenticateOwner verifies an owner route's token and its DID.
+func (s *server) authenticateOwner(c echo.Context) (auth.Identity, error) {
+	v := s.cfg.Auth
+	if v == nil {
+		v = s.cfg.OwnerAuth
+	}
+	if v == nil {
+		return auth.Identity{}, errNoOwnerVerifier
+	}
+	token, err := bearer(c.Request())
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	if token == "" {
+		return auth.Identity{}, errMissingOwnerToken
+	}
+	id, err := v.Verify(token)
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	if _, err := id.Owner(); err != nil {
+		return auth.Identity{}, &auth.Error{Reason: "token sub: " + err.Error() + ": alarms belong to an agent's DID"}
+	}
+	return id, nil
+}
+
+var (
+	errNoOwnerVerifier = &auth.Error{Reason: "alarms need a verified token whose sub is the agent's DID, and this server verifies none: " +
+		"set AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY"}
+	errMissingOwnerToken = &auth.Error{Reason: "missing token: send Authorization: Bearer <token> whose sub is your DID (did:matrix:<user_id>:<keyfp>)"}
+)
 
 // authenticate verifies the request's bearer token, or on the dashboard
 // its login cookie.

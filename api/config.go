@@ -34,6 +34,15 @@ const (
 	RateLimitDefault rate.Limit = 50
 	// RateBurstDefault is each client's burst.
 	RateBurstDefault = 100
+	// AlarmMaxFailuresDefault is the max_failures of an alarm that omits
+	// it (ALARM_MAX_FAILURES), as the alarms specification's default.
+	AlarmMaxFailuresDefault = 5
+	// AlarmPayloadMaxBytesDefault bounds an alarm's payload: 64 KiB.
+	AlarmPayloadMaxBytesDefault = 64 << 10
+	// AlarmLabelMaxBytesDefault bounds an alarm's label.
+	AlarmLabelMaxBytesDefault = 200
+	// AlarmWakeMessageMaxBytesDefault bounds an alarm's wake message: 16 KiB.
+	AlarmWakeMessageMaxBytesDefault = 16 << 10
 )
 
 // Config configures the HTTP API. The zero value of each field means its
@@ -73,8 +82,30 @@ type Config struct {
 	// Open is required: New refuses a Config with neither.
 	Auth *auth.Verifier
 	// Open serves every route without authentication: for chronos dev on
-	// loopback and an explicit --insecure only. Default false.
+	// loopback and an explicit --insecure only; but for the alarms,
+	// which always need an owner's token (see OwnerAuth). Default false.
 	Open bool
+	// OwnerAuth verifies the tokens of the alarms' routes when the API
+	// runs Open (with Auth, Auth does): an alarm belongs to the DID of a
+	// verified token, even on an open API. Nil on an open API refuses
+	// every alarm request with 401. Default nil.
+	OwnerAuth *auth.Verifier
+
+	// AlarmMaxFailures is the max_failures of an alarm that omits it
+	// (ALARM_MAX_FAILURES), between 1 and model.MaxAlarmFailures.
+	// Default AlarmMaxFailuresDefault (5).
+	AlarmMaxFailures int
+	// AlarmPayloadMaxBytes bounds an alarm's payload, as posted; a larger
+	// one gets 413 (ALARM_PAYLOAD_MAX_BYTES). Default
+	// AlarmPayloadMaxBytesDefault (64 KiB).
+	AlarmPayloadMaxBytes int
+	// AlarmLabelMaxBytes bounds an alarm's label (ALARM_LABEL_MAX_BYTES).
+	// Default AlarmLabelMaxBytesDefault (200).
+	AlarmLabelMaxBytes int
+	// AlarmWakeMessageMaxBytes bounds an alarm's wake message
+	// (ALARM_WAKE_MESSAGE_MAX_BYTES). Default
+	// AlarmWakeMessageMaxBytesDefault (16 KiB).
+	AlarmWakeMessageMaxBytes int
 	// RateLimit is each client's sustained rate in requests per second:
 	// a client is its token's subject, or its IP address before it is
 	// authenticated (and when Open). rate.Inf turns the limit off.
@@ -99,6 +130,10 @@ func (c *Config) WithDefaults() Config {
 	v.BodyReadTimeout = cmp.Or(v.BodyReadTimeout, BodyReadTimeoutDefault)
 	v.RateLimit = cmp.Or(v.RateLimit, RateLimitDefault)
 	v.RateBurst = cmp.Or(v.RateBurst, RateBurstDefault)
+	v.AlarmMaxFailures = cmp.Or(v.AlarmMaxFailures, AlarmMaxFailuresDefault)
+	v.AlarmPayloadMaxBytes = cmp.Or(v.AlarmPayloadMaxBytes, AlarmPayloadMaxBytesDefault)
+	v.AlarmLabelMaxBytes = cmp.Or(v.AlarmLabelMaxBytes, AlarmLabelMaxBytesDefault)
+	v.AlarmWakeMessageMaxBytes = cmp.Or(v.AlarmWakeMessageMaxBytes, AlarmWakeMessageMaxBytesDefault)
 	return v
 }
 
@@ -127,6 +162,16 @@ func (c Config) validate() error {
 		return errors.New("api: Config needs Auth (a token verifier) or Open (no authentication: chronos dev, --insecure)")
 	case c.Auth != nil && c.Open:
 		return errors.New("api: Config sets both Auth and Open; choose one")
+	case c.Auth != nil && c.OwnerAuth != nil:
+		return errors.New("api: Config sets both Auth and OwnerAuth; Auth verifies the owners' tokens too")
+	case c.AlarmMaxFailures < 1 || c.AlarmMaxFailures > model.MaxAlarmFailures:
+		return fmt.Errorf("api: Config.AlarmMaxFailures must be between 1 and %d, got %d", model.MaxAlarmFailures, c.AlarmMaxFailures)
+	case c.AlarmPayloadMaxBytes < 2:
+		return fmt.Errorf("api: Config.AlarmPayloadMaxBytes must be at least 2 (the default payload {}), got %d", c.AlarmPayloadMaxBytes)
+	case c.AlarmLabelMaxBytes < 1:
+		return fmt.Errorf("api: Config.AlarmLabelMaxBytes must be positive, got %d", c.AlarmLabelMaxBytes)
+	case c.AlarmWakeMessageMaxBytes < 1:
+		return fmt.Errorf("api: Config.AlarmWakeMessageMaxBytes must be positive, got %d", c.AlarmWakeMessageMaxBytes)
 	}
 	return nil
 }

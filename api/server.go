@@ -65,6 +65,10 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
 	e.DELETE("/workflows/:id/versions/:version", s.deleteWorkflow)
+	e.POST("/v1/alarms", s.createAlarm)
+	e.GET("/v1/alarms", s.listAlarms)
+	e.GET("/v1/alarms/:id", s.getAlarm)
+	e.DELETE("/v1/alarms/:id", s.cancelAlarm)
 	if s.cfg.Auth != nil {
 		s.mountLogin(e)
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -339,4 +340,32 @@ func TestOncePausedPastItsTime(t *testing.T) {
 	require.Nil(t, v.NextRunAt)
 	b.tick(t, "p1")
 	queuetest.RequireRuns(t, b.store, "p1", "")
+}
+
+// TestOpenAPIUpsertFieldsAreTheAcceptedOnes: every field the OpenAPI
+// document gives UpsertRequest is one upsert knows, so the document and
+// the strict decoder cannot drift apart on the kinds' fields.
+func TestOpenAPIUpsertFieldsAreTheAcceptedOnes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				UpsertRequest struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"UpsertRequest"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
+	props := doc.Components.Schemas.UpsertRequest.Properties
+	for _, f := range []string{"kind", "delay_seconds", "fire_at", "every_seconds"} {
+		require.Contains(t, props, f)
+	}
+	for f := range props {
+		msg := b.do(t, http.MethodPost, "/schedules/upsert", map[string]any{f: nil}).Body.String()
+		require.NotContains(t, msg, `unknown field \"`+f+`\"`, "documented field %s is refused as unknown", f)
+	}
+	msg := b.do(t, http.MethodPost, "/schedules/upsert", map[string]any{"interval": 5}).Body.String()
+	require.Contains(t, msg, `unknown field \"interval\"`)
 }

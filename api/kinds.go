@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
@@ -50,20 +50,21 @@ func foreignTimingFields(o object, kind model.Kind) error {
 		if o.raw(f) == nil || slices.Contains(kindTakes[kind], f) {
 			continue
 		}
-		why := ""
-		switch {
-		case f == "start_at" || f == "end_at":
-			why = ": a once schedule fires at its one time, fire_at"
-		case f == "timezone":
-			why = ": its fire times are instants, the same in every zone"
-		default:
-			for _, k := range []model.Kind{model.KindCron, model.KindOnce, model.KindEvery} {
-				if slices.Contains(kindTakes[k], f) {
-					why = fmt.Sprintf(` (send "kind": %q for a schedule that does)`, k)
-				}
+		var takers []string
+		for _, k := range []model.Kind{model.KindCron, model.KindOnce, model.KindEvery} {
+			if slices.Contains(kindTakes[k], f) {
+				takers = append(takers, string(k))
 			}
 		}
-		errs.Add(fieldError(f, "kind %s does not take it%s", kind, why))
+		why := ""
+		switch f {
+		case "start_at", "end_at":
+			why = ": a once schedule fires at its one time, fire_at"
+		case "timezone":
+			why = ": its fire times are instants, the same in every zone"
+		}
+		// The wording of /v1/alarms' refusals (alarms.go).
+		errs.Add(fieldError(f, "is only for kind %s, not %s%s", strings.Join(takers, " or "), kind, why))
 	}
 	return errs.Err()
 }
@@ -143,7 +144,7 @@ func (s *server) onceTime(ctx context.Context, id string, delay *int64, fireAt s
 	if err != nil {
 		// The engine's text, whole, after the field at fault.
 		field := "fire_at"
-		if delay != nil {
+		if delay != nil && fireAt == "" {
 			field = "delay_seconds"
 		}
 		return time.Time{}, &model.FieldError{Field: field, Message: err.Error()}

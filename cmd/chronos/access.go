@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -43,6 +44,44 @@ type access struct {
 	verifier *auth.Verifier // nil: open
 	tls      *tls.Config    // nil: plain HTTP
 	mtls     bool           // client certificates required
+	// owner verifies the alarms' tokens on an open API (chronos dev),
+	// with a secret made at start; devToken is a token it accepts, of
+	// DevDID, printed for the user.
+	owner    *auth.Verifier
+	devToken string
+}
+
+// DevDID is the demo agent of chronos dev's printed token.
+const DevDID = "did:matrix:dev-user:dev"
+
+// devTokenTTL is how long chronos dev's printed token lasts; the secret
+// is new at each start, so a restart invalidates it anyway.
+const devTokenTTL = 7 * 24 * time.Hour
+
+// devOwnerAccess makes chronos dev's secret for the alarms' tokens (the
+// alarms need an owner even on an open API) and a token of DevDID.
+func devOwnerAccess() (*auth.Verifier, string, error) {
+	secret := []byte(rand.Text() + rand.Text()) // 52 base32 characters: 260 random bits
+	v, err := auth.NewVerifier(auth.Config{Secret: secret})
+	if err != nil {
+		return nil, "", err
+	}
+	tok, err := auth.Mint(auth.Grant{Subject: DevDID, TTL: devTokenTTL}, secret, nil)
+	return v, tok, err
+}
+
+// printDevToken tells the user of chronos dev how to call the alarms: the
+// demo DID's token and a curl line creating an alarm.
+func printDevToken(w io.Writer, addr, token string) {
+	fmt.Fprintf(w, `chronos dev: the alarms (/v1/alarms) need an agent's token, even here. One for the demo agent %s,
+valid for %d days or until chronos dev restarts (its secret is made at start; set AUTH_JWT_SECRET to keep one):
+
+  export CHRONOS_TOKEN=%s
+  curl -s -X POST http://%s/v1/alarms -H "Authorization: Bearer $CHRONOS_TOKEN" -H 'Content-Type: application/json' \
+    -d '{"kind":"once","delay_seconds":60,"label":"demo","wake_message":"one minute has passed","payload":{"step":1}}'
+  curl -s http://%s/v1/alarms -H "Authorization: Bearer $CHRONOS_TOKEN"
+
+`, DevDID, int(devTokenTTL.Hours()/24), token, addr, addr)
 }
 
 // verifier builds the token verifier, nil when no key is configured.
@@ -92,13 +131,17 @@ func (p processSpec) setupAccess(logger *slog.Logger) (access, error) {
 	case p.dev && isLoopback(p.common.HTTPAddr):
 		logger.Warn("chronos dev: the API is open, without authentication, on loopback only; set AUTH_JWT_SECRET to require tokens",
 			"http_addr", p.common.HTTPAddr)
+
 	case p.dev:
 		return a, fmt.Errorf("chronos dev serves the API open, so only on loopback: HTTP_ADDR=%s is not a loopback address; "+
 			"use 127.0.0.1, set AUTH_JWT_SECRET, or start with --insecure (INSECURE=true)", p.common.HTTPAddr)
 	default:
 		return a, errNoAuth
 	}
-	return a, nil
+	if p.dev {
+		a.owner, a.devToken, err = devOwnerAccess()
+	}
+	return a, err
 }
 
 const insecureWarning = "INSECURE: the API is open, without authentication: anyone who reaches it can change, trigger and delete schedules and forge run statuses"
@@ -134,6 +177,9 @@ func isLoopback(addr string) bool {
 // apiConfig fills cfg's access settings.
 func (a access) apiConfig(cfg *api.Config, o AuthOpts) {
 	cfg.Auth, cfg.Open = a.verifier, a.verifier == nil
+	if a.verifier == nil {
+		cfg.OwnerAuth = a.owner // nil but in chronos dev: the alarms answer 401
+	}
 	cfg.RateLimit, cfg.RateBurst = rate.Limit(o.RateLimit), o.RateBurst
 	if o.RateLimit == 0 {
 		cfg.RateLimit = rate.Inf

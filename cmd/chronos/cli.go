@@ -48,6 +48,8 @@ type Common struct {
 	WorkflowMaxBytes    int `name:"workflow-max-bytes" env:"WORKFLOW_MAX_BYTES" default:"262144" help:"Largest workflow DAG stored (PUT /workflows/...): 256 KiB by default."`
 	WorkflowMaxVersions int `name:"workflow-max-versions" env:"WORKFLOW_MAX_VERSIONS" default:"10000" help:"Most workflow versions stored; a new one past it is refused (507) until some are deleted."`
 
+	AlarmMaxActive int `name:"alarm-max-active" env:"ALARM_MAX_ACTIVE" default:"10000" help:"Most active alarms one agent (DID) may have; one more is refused (400 quota_exceeded) until some fire or are cancelled."`
+
 	TaskTimeout time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
 }
 
@@ -79,6 +81,11 @@ type APIOpts struct {
 	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
 	LogHTTP              bool   `name:"log-http" env:"LOG_HTTP" help:"Log every HTTP request at info level. Otherwise requests are logged at debug, server errors at error."`
 	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. Writes also need a token of scope admin."`
+
+	AlarmMaxFailures         int `name:"alarm-max-failures" env:"ALARM_MAX_FAILURES" default:"5" help:"max_failures of an alarm that names none: failed wake deliveries before a once alarm is failed (1 to 25)."`
+	AlarmPayloadMaxBytes     int `name:"alarm-payload-max-bytes" env:"ALARM_PAYLOAD_MAX_BYTES" default:"65536" help:"Largest alarm payload, as posted; larger is a 413."`
+	AlarmLabelMaxBytes       int `name:"alarm-label-max-bytes" env:"ALARM_LABEL_MAX_BYTES" default:"200" help:"Longest alarm label; longer is a 400."`
+	AlarmWakeMessageMaxBytes int `name:"alarm-wake-message-max-bytes" env:"ALARM_WAKE_MESSAGE_MAX_BYTES" default:"16384" help:"Longest alarm wake_message; longer is a 400."`
 }
 
 // DevCmd runs everything on an embedded Redis.

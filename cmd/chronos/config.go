@@ -31,6 +31,7 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.TaskTimeout", "TASK_TIMEOUT"},
 	{"Config.WorkflowMaxBytes", "WORKFLOW_MAX_BYTES"},
 	{"Config.WorkflowMaxVersions", "WORKFLOW_MAX_VERSIONS"},
+	{"Config.AlarmMaxActive", "ALARM_MAX_ACTIVE"},
 
 	{"Config.TickInterval", "TICK_MS"},
 	{"Config.MaxCatchupPerTick", "MAX_CATCHUP_PER_TICK"},
@@ -47,6 +48,10 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.DefaultOverlapPolicy", "DEFAULT_OVERLAP_POLICY"},
 	{"Config.DefaultCatchupPolicy", "DEFAULT_CATCHUP_POLICY"},
 	{"Config.DefaultJitterMs", "DEFAULT_JITTER_MS"},
+	{"Config.AlarmMaxFailures", "ALARM_MAX_FAILURES"},
+	{"Config.AlarmPayloadMaxBytes", "ALARM_PAYLOAD_MAX_BYTES"},
+	{"Config.AlarmLabelMaxBytes", "ALARM_LABEL_MAX_BYTES"},
+	{"Config.AlarmWakeMessageMaxBytes", "ALARM_WAKE_MESSAGE_MAX_BYTES"},
 }
 
 var settingReplacer = func() *strings.Replacer {
@@ -92,6 +97,7 @@ func storeConfig(c Common) *queue.Config {
 
 		WorkflowMaxBytes:    c.WorkflowMaxBytes,
 		WorkflowMaxVersions: c.WorkflowMaxVersions,
+		AlarmMaxActive:      c.AlarmMaxActive,
 	}
 }
 
@@ -121,5 +127,10 @@ func apiConfig(o *APIOpts) *api.Config {
 		DefaultCatchupPolicy: model.CatchupPolicy(o.DefaultCatchupPolicy),
 		DefaultJitterMs:      o.DefaultJitterMS,
 		AccessLog:            o.LogHTTP,
+
+		AlarmMaxFailures:         o.AlarmMaxFailures,
+		AlarmPayloadMaxBytes:     o.AlarmPayloadMaxBytes,
+		AlarmLabelMaxBytes:       o.AlarmLabelMaxBytes,
+		AlarmWakeMessageMaxBytes: o.AlarmWakeMessageMaxBytes,
 	}
 }

@@ -29,10 +29,11 @@ func TestEveryFieldTheBinarySetsIsNamed(t *testing.T) {
 	}
 	// Settings all set, to non-zero values.
 	common := Common{Shards: 1, LookaheadMS: 1, RunHistory: 1, TaskRetention: time.Hour, Queue: "q", TaskMaxRetry: 1, TaskTimeout: time.Minute,
-		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1}
+		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1}
 	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, RunTimeout: time.Second, MisfireGraceMS: 1}
 	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second}
-	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1}
+	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1,
+		AlarmMaxFailures: 1, AlarmPayloadMaxBytes: 1, AlarmLabelMaxBytes: 1, AlarmWakeMessageMaxBytes: 1}
 	set := map[string]bool{}
 	for _, cfg := range []any{storeConfig(common), schedulerConfig(&sched), launcherConfig(&launch, launcher.LogExecutor{}), apiConfig(&apiOpts)} {
 		v := reflect.ValueOf(cfg).Elem()

@@ -118,6 +118,9 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	}
 	logger.Info("chronos started", "http_addr", addr, "api", p.api != nil,
 		"scheduler", sched != nil, "launcher", launch != nil, "redis", redactURL(redisURL))
+	if acc.devToken != "" {
+		printDevToken(env.Stdout, addr, acc.devToken)
+	}
 	if env.Ready != nil {
 		env.Ready <- addr
 	}

@@ -31,6 +31,9 @@ type Meta struct {
 type Request struct {
 	DAG  json.RawMessage `json:"dag"`
 	Meta Meta            `json:"meta"`
+	// Wake, when set, is an alarm's wake, which the launcher delivers
+	// through its Waker instead (wake.go); DAG and Meta are empty.
+	Wake *Wake `json:"-"`
 }
 
 // Result is what an Executor reports. Status SUCCESS or FAILED ends the

@@ -280,7 +280,7 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 	if req == nil {
 		return err
 	}
-	res, err := l.cfg.Executor.Execute(ctx, *req)
+	res, err := l.execute(ctx, *req)
 	executed()
 	return l.recordOutcome(ctx, a, res, err)
 }

@@ -61,6 +61,9 @@ type Config struct {
 	LaunchGrace time.Duration
 	// Executor starts runs. Required.
 	Executor Executor
+	// Waker delivers the wakes of alarms' runs (wake.go). nil: such a run
+	// fails, saying to set WAKE_URL.
+	Waker Waker
 }
 
 // Launcher is one launcher replica: its lane takes run tasks off asynq's
@@ -259,8 +262,20 @@ func (l *Launcher) launch(ctx context.Context, a attempt) error {
 	if req == nil {
 		return err
 	}
-	res, err := l.cfg.Executor.Execute(ctx, *req)
+	res, err := l.execute(ctx, *req)
 	return l.recordOutcome(ctx, a, res, err)
+}
+
+// execute starts the run of req: a workflow run through the Executor, or
+// an alarm's wake through the Waker, whose delivery is the run's SUCCESS.
+func (l *Launcher) execute(ctx context.Context, req Request) (Result, error) {
+	if req.Wake == nil {
+		return l.cfg.Executor.Execute(ctx, req)
+	}
+	if err := l.cfg.Waker.Wake(ctx, *req.Wake); err != nil {
+		return Result{}, err
+	}
+	return Result{Status: model.RunSuccess}, nil
 }
 
 // prepare is an attempt's half before the executor: it waits for the
@@ -313,6 +328,9 @@ func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 		if skip, err := l.skipUnstartable(ctx, p, st, due, started, firstAttempt); skip || err != nil {
 			return nil, err
 		}
+		if rec := st.Schedule; rec.Target == model.TargetWake {
+			return l.prepareWake(ctx, a, rec, due, started, firstAttempt)
+		}
 		// A run enqueued ahead carries the workflow version its schedule
 		// named then; an upsert since then that points the schedule at
 		// another version (or user) applies to this run too.
@@ -336,6 +354,26 @@ func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 	return &Request{DAG: dag, Meta: Meta{
 		Source: p.Source, ScheduleID: p.ScheduleID, WorkflowID: target.workflowID, Version: target.version,
 		UserID: target.userID, ScheduledFor: p.RunAt, IdempotencyKey: p.IdempotencyKey,
+	}}, nil
+}
+
+// prepareWake is prepare's end for an alarm's run (schedule rec): the
+// wake to deliver, or nil when the run failed for want of a Waker.
+func (l *Launcher) prepareWake(ctx context.Context, a attempt, rec *model.ScheduleRecord, due, started time.Time, firstAttempt bool) (*Request, error) {
+	p := a.p
+	if l.cfg.Waker == nil {
+		return nil, l.fail(ctx, p, "alarm wake not delivered: this launcher has no WAKE_URL: set WAKE_URL and WAKE_SECRET on the launchers (see docs/wake.md)")
+	}
+	if firstAttempt && a.retried == 0 {
+		l.metrics.startDelay.Observe(max(started.Sub(due), 0).Seconds())
+	}
+	al := rec.Alarm
+	if al == nil {
+		al = &model.Alarm{}
+	}
+	return &Request{Wake: &Wake{
+		AlarmID: p.ScheduleID, OwnerDID: rec.Owner, UserID: rec.UserID, Label: al.Label, ConversationID: al.ConversationID,
+		WakeMessage: al.WakeMessage, Payload: al.Payload, ScheduledFor: p.RunAt, FiredAt: started, IdempotencyKey: p.IdempotencyKey,
 	}}, nil
 }
 
@@ -389,7 +427,9 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 		}
 		retried := a.retried
 		if isPermanent(err) || retried >= a.maxRetry {
-			return l.fail(ctx, p, fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err))
+			// An alarm counts the last failed delivery as the ones before.
+			return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, DeliveryFailed: true,
+				Error: fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err)})
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
@@ -477,6 +517,9 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 	if rec == nil {
 		return nil, "schedule deleted before the run started"
 	}
+	if rec.Alarm != nil && rec.Alarm.Status == model.AlarmCancelled {
+		return nil, "alarm cancelled before its wake was delivered"
+	}
 	if rec.Paused {
 		return nil, "schedule paused before the run started"
 	}
@@ -535,15 +578,20 @@ func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload
 // executor reported it STARTED or ended itself, its answer to this call
 // being lost), and stops asynq from retrying it.
 func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string) error {
-	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
-	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason, From: model.RunEnqueued})
+	return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason, From: model.RunEnqueued})
+}
+
+// failWith is fail with the FAILED update u.
+func (l *Launcher) failWith(ctx context.Context, p *queue.TaskPayload, u queue.StatusUpdate) error {
+	l.logger.WarnContext(ctx, "run failed to launch", "idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", u.Error)
+	applied, err := l.report(ctx, p, u)
 	if err != nil {
 		return err
 	}
 	if applied {
 		l.metrics.failedLaunch.Inc()
 	}
-	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
+	return fmt.Errorf("%s: %w", u.Error, asynq.SkipRetry)
 }
 
 // reportTimeout bounds a status report, which runs even when the task's

@@ -49,6 +49,12 @@
 // close), as is a known field of the wrong type; a workflow DAG is kept
 // as sent.
 //
+// The alarms' routes (/v1/alarms, docs/alarms.md) are an agent's own:
+// they need no scope but always a verified token whose subject is a DID,
+// the owner, even on an Open API, where Config.OwnerAuth verifies them
+// (chronos dev makes its secret); anything else is a 401 before Redis is
+// read. Another owner's alarm is a 404, as a missing one.
+//
 // Every endpoint that reads a body (POST and PUT) requires Content-Type
 // application/json (parameters such as charset allowed): a web page can
 // make a browser send text/plain, form and multipart bodies to any
@@ -99,6 +105,10 @@
 //	PUT    /workflows/:id/versions/:version    200 {"workflow_id","version"} | 400
 //	GET    /workflows/:id/versions/:version    200 the DAG as stored | 400 | 404
 //	DELETE /workflows/:id/versions/:version    204 | 400 | 404
+//	POST   /v1/alarms                          201 alarm + "deduped":false | 200 the key's alarm, "deduped":true | 400 | 401 | 413
+//	GET    /v1/alarms                          200 {"alarms":[...]} newest first | 400 | 401
+//	GET    /v1/alarms/:id                      200 alarm | 400 | 401 | 404
+//	DELETE /v1/alarms/:id                      200 alarm, cancelled or as it was | 400 | 401 | 404
 //	GET    /openapi.json                       200 the OpenAPI 3 document
 //
 // The OpenAPI document (openapi.json in this folder, embedded) describes

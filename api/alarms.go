@@ -194,6 +194,12 @@ func (s *server) alarmFromBody(o object, did auth.DID, now time.Time) (*model.Sc
 	switch model.Kind(kind) {
 	case model.KindOnce:
 		rec.Kind = model.KindOnce
+		if delay != nil && *delay == 0 {
+			// The specification's NextOnce takes 0 for "not set", so a
+			// client that always sends the field (0 when it means
+			// fire_at) is understood.
+			delay = nil
+		}
 		if !errs.Has("delay_seconds") && !errs.Has("fire_at") {
 			at, err := model.ResolveOnce(delay, fireAt, now)
 			if err != nil {

@@ -116,6 +116,10 @@ func TestAlarmCreateOnce(t *testing.T) {
 	require.Equal(t, 3, at.MaxFailures)
 	require.Equal(t, "conv-1", at.ConversationID)
 	require.Equal(t, "Europe/Berlin", at.Timezone)
+
+	// delay_seconds 0 is "not set", as the specification's NextOnce reads it.
+	zero := b.alarmOK(t, didA, http.StatusCreated, http.MethodPost, "/v1/alarms", `{"kind":"once","delay_seconds":0,"fire_at":"2026-01-02T00:00:00Z"}`)
+	require.Equal(t, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), *zero.NextFireAt)
 }
 
 func mustString(t *testing.T, raw json.RawMessage) string {
@@ -157,7 +161,8 @@ func TestAlarmEngineErrors(t *testing.T) {
 		{`{"kind":"once","fire_at":"tomorrow"}`, "fire_at", `invalid fire_at "tomorrow" (want RFC3339)`},
 		{`{"kind":"once","fire_at":"2025-12-31T23:00:00Z"}`, "fire_at", "fire_at 2025-12-31T23:00:00Z is not in the future"},
 		{`{"kind":"once","fire_at":"2026-01-01T00:00:00Z"}`, "fire_at", "fire_at 2026-01-01T00:00:00Z is not in the future"},
-		{`{"kind":"once","delay_seconds":0}`, "delay_seconds", "delay_seconds must be > 0"},
+		{`{"kind":"once","delay_seconds":-5}`, "delay_seconds", "delay_seconds must be > 0"},
+		{`{"kind":"once","delay_seconds":0}`, "fire_at", "once alarm requires delay_seconds or fire_at"},
 		{`{"kind":"cron"}`, "cron_expr", "empty cron expression"},
 		{`{"kind":"cron","cron_expr":"  "}`, "cron_expr", "empty cron expression"},
 		{`{"kind":"cron","cron_expr":"61 * * * *"}`, "cron_expr", `invalid cron expression "61 * * * *"`},

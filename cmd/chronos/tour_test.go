@@ -62,13 +62,14 @@ func TestReadmeTour(t *testing.T) {
 			require.Less(t, i+1, len(cmds), "the tour ends with a sleep")
 			deadline := time.Now().Add(time.Duration(secs)*time.Second + 30*time.Second)
 			next := cmds[i+1]
-			for {
+			poll := time.NewTicker(500 * time.Millisecond)
+			for ; ; <-poll.C {
 				last = runTourCommand(t, next, addr)
 				if strings.Contains(last, `"status":"SUCCESS"`) || time.Now().After(deadline) {
 					break
 				}
-				time.Sleep(500 * time.Millisecond)
 			}
+			poll.Stop()
 			continue
 		}
 		if i > 0 && strings.HasPrefix(cmds[i-1], "sleep ") {

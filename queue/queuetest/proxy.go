@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // Proxy forwards TCP connections to a Redis and misbehaves on demand as a
@@ -14,10 +13,13 @@ import (
 // Redis sends and closes that connection (the command ran; go-redis sends
 // it again on a new connection).
 type Proxy struct {
-	Addr   string
-	frozen atomic.Bool
-	drop   atomic.Bool
-	closed atomic.Bool
+	Addr string
+	drop atomic.Bool
+
+	mu     sync.Mutex
+	thawed *sync.Cond // broadcast when frozen turns false or the proxy closes
+	frozen bool
+	closed bool
 }
 
 // StartProxy listens on a free loopback port and forwards to target until
@@ -29,13 +31,17 @@ func StartProxy(t testing.TB, target string) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{Addr: ln.Addr().String()}
+	p.thawed = sync.NewCond(&p.mu)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		conns []net.Conn
 	)
 	t.Cleanup(func() {
-		p.closed.Store(true)
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.thawed.Broadcast()
 		ln.Close()
 		mu.Lock()
 		for _, c := range conns {
@@ -66,7 +72,21 @@ func StartProxy(t testing.TB, target string) *Proxy {
 }
 
 // Freeze holds (true) or lets through (false) every byte from now on.
-func (p *Proxy) Freeze(on bool) { p.frozen.Store(on) }
+func (p *Proxy) Freeze(on bool) {
+	p.mu.Lock()
+	p.frozen = on
+	p.mu.Unlock()
+	p.thawed.Broadcast()
+}
+
+// waitThawed holds the caller while the proxy is frozen and open.
+func (p *Proxy) waitThawed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.frozen && !p.closed {
+		p.thawed.Wait()
+	}
+}
 
 // DropNextReply loses the next bytes Redis sends on any connection, and
 // closes that connection.
@@ -78,8 +98,8 @@ func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		for n > 0 && p.frozen.Load() && !p.closed.Load() {
-			time.Sleep(5 * time.Millisecond)
+		if n > 0 {
+			p.waitThawed()
 		}
 		if n > 0 && replies && p.drop.CompareAndSwap(true, false) {
 			return

@@ -56,6 +56,10 @@ type AlarmView struct {
 	FireAt *time.Time `json:"fire_at,omitempty"`
 	// EverySeconds is an "every" alarm's interval; an addition.
 	EverySeconds int64 `json:"every_seconds,omitempty"`
+	// Paused is set on an active alarm the cron tool disabled: it fires
+	// no more until enabled again, so it has no next_fire_at. An
+	// addition.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // CreatedAlarm is the body of POST /v1/alarms: the alarm, and whether an
@@ -85,7 +89,10 @@ func AlarmViewOf(rec *model.ScheduleRecord) AlarmView {
 		EverySeconds: rec.EverySeconds,
 	}
 	if a.Status == model.AlarmActive {
-		v.NextFireAt = rec.NextRunAt
+		v.Paused = rec.Paused
+		if !rec.Paused {
+			v.NextFireAt = rec.NextRunAt
+		}
 	}
 	return v
 }

@@ -547,3 +547,52 @@ func TestAlarmCatchupAfterDowntime(t *testing.T) {
 	got := b.alarmOK(t, didA, http.StatusOK, http.MethodGet, "/v1/alarms/"+cron.ID, "")
 	require.Equal(t, t0.Add(time.Hour), *got.NextFireAt, "the earliest wake not yet delivered")
 }
+
+// An alarm the cron tool disabled is active, paused, without a
+// next_fire_at.
+func TestAlarmPausedByTheCronTool(t *testing.T) {
+	t.Parallel()
+	b := setupAlarms(t, api.Config{}, nil)
+	a := b.alarmOK(t, didA, http.StatusCreated, http.MethodPost, "/v1/alarms", `{"kind":"cron","cron_expr":"@hourly"}`)
+	require.False(t, a.Paused)
+	_, err := b.store.PauseAlarm(context.Background(), didA, a.ID, true)
+	require.NoError(t, err)
+	rec := b.as(t, didA, http.MethodGet, "/v1/alarms/"+a.ID, "")
+	require.Equal(t, http.StatusOK, rec.Code)
+	var v api.AlarmView
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v))
+	require.Equal(t, "active", v.Status)
+	require.True(t, v.Paused)
+	require.Nil(t, v.NextFireAt)
+	require.NotContains(t, rec.Body.String(), "next_fire_at")
+}
+
+// Every AlarmRequest property of the OpenAPI document is a field POST
+// /v1/alarms takes, and the document lists every field it takes.
+func TestOpenAPIAlarmRequestFields(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
+	props := doc.Components.Schemas["AlarmRequest"].Properties
+	require.NotEmpty(t, props)
+	b := setupAlarms(t, api.Config{}, nil)
+	for name := range props {
+		e := requireError(t, b.as(t, didA, http.MethodPost, "/v1/alarms", `{"`+name+`":{"not":"a valid value"},"kind":"once"}`),
+			http.StatusBadRequest, api.CodeInvalidArgument, "")
+		require.NotContains(t, e.Message, `unknown field "`+name+`"`)
+	}
+	// A field the decoder takes that the document leaves out would read
+	// as unknown here: each one the handler names in an error is listed.
+	e := requireError(t, b.as(t, didA, http.MethodPost, "/v1/alarms", `{"kind":"once","x":1}`), http.StatusBadRequest, api.CodeInvalidArgument, "")
+	require.Contains(t, e.Message, `unknown field "x"`)
+	for _, f := range []string{"kind", "label", "delay_seconds", "fire_at", "cron_expr", "timezone", "every_seconds",
+		"conversation_id", "wake_message", "payload", "idempotency_key", "max_failures"} {
+		require.Contains(t, props, f)
+	}
+}

@@ -9,23 +9,23 @@
 -- ARGV[4] -> error to record
 -- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- Output: idempotency keys marked FAILED
-local pfx = ARGV[1]
+local pfx, now, limit, errText, tpfx = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))) do
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
   local skey = pfx .. segSched .. id
   local inflight = redis.call('HGET', skey, sfInflight)
   if inflight then
     local rkey = pfx .. segRun .. inflight
     local st = redis.call('HGET', rkey, rfStatus)
     if st == stEnqueued or st == stStarted then
-      run_end(rkey, stFailed, ARGV[4], ARGV[2])
-      alarm_run_ended(skey, stFailed, ARGV[4], ARGV[2], false)
+      run_end(rkey, stFailed, errText, now)
+      alarm_run_ended(skey, stFailed, errText, now, false)
       out[#out + 1] = inflight
     end
     -- One a launcher holds (run_launching) was being started, as one
     -- retried is.
-    local launching = run_launching(st, ARGV[5] .. inflight)
-    release(skey, id, KEYS[1], KEYS[2], ran(st, false, run_attempts(rkey), launching), ARGV[2])
+    local launching = run_launching(st, tpfx .. inflight)
+    release(skey, id, KEYS[1], KEYS[2], ran(st, false, run_attempts(rkey), launching), now)
   else
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end

@@ -8,12 +8,13 @@
 -- ARGV[3] -> this replica's value
 -- ARGV[4] -> cutoff, ms: replicas last seen before it are gone
 -- Output: flat array of [id, value] per live replica
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])) do
+local replica, now, value, cutoff = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff)) do
   redis.call('HDEL', KEYS[2], id)
   redis.call('ZREM', KEYS[1], id)
 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[1], now, replica)
+redis.call('HSET', KEYS[2], replica, value)
 local out = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   out[#out + 1] = id

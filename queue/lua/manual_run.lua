@@ -22,18 +22,20 @@
 --            run it created
 -- Output: manualCreated, manualExists, or manualKeyHeld (a live task,
 -- another run's, holds the key)
+local key, scheduledFor, now, ttl, tpfx, nowNS, msg, processAt, nonce =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], rfRequest) == ARGV[9] then
+  if redis.call('HGET', KEYS[1], rfRequest) == nonce then
     return manualCreated
   end
   return manualExists
 end
-if run_key_taken(KEYS[6], ARGV[5] .. ARGV[1]) then
+if run_key_taken(KEYS[6], tpfx .. key) then
   return manualKeyHeld
 end
-run_create(KEYS[1], '', ARGV[2], ARGV[2], stEnqueued, ARGV[3], srcManual, nil, ARGV[9])
+run_create(KEYS[1], '', scheduledFor, scheduledFor, stEnqueued, now, srcManual, nil, nonce)
 -- Both expire together: Redis's clock stands still while a script runs.
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('SET', KEYS[6], flagSet, 'EX', ARGV[4])
-enqueue_task(ARGV[5] .. ARGV[1], ARGV[1], ARGV[7], ARGV[8], ARGV[6], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[6], flagSet, 'EX', ttl)
+enqueue_task(tpfx .. key, key, msg, processAt, nowNS, KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return manualCreated

@@ -5,9 +5,10 @@
 -- ARGV[1] -> the DAG
 -- ARGV[2] -> the most versions stored
 -- Output: the number of versions stored, negated when the put was refused
+local dag, most = ARGV[1], tonumber(ARGV[2])
 local n = redis.call('SCARD', KEYS[2])
-if redis.call('EXISTS', KEYS[1]) == 0 and n >= tonumber(ARGV[2]) then
+if redis.call('EXISTS', KEYS[1]) == 0 and n >= most then
   return -n
 end
-redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[1], dag)
 return n + redis.call('SADD', KEYS[2], KEYS[1])

@@ -7,13 +7,14 @@
 -- ARGV[4] -> how long the answer is kept, ms
 -- Output: requestAnswered when written (or given up), requestNotClaimed when
 -- the claim was no longer this request's
-if redis.call('HGET', KEYS[1], qfBody) ~= ARGV[1] or redis.call('HEXISTS', KEYS[1], qfStatus) == 1 then
+local digest, status, response, keepMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HGET', KEYS[1], qfBody) ~= digest or redis.call('HEXISTS', KEYS[1], qfStatus) == 1 then
   return requestNotClaimed
 end
-if ARGV[2] == '' then
+if status == '' then
   redis.call('DEL', KEYS[1])
   return requestAnswered
 end
-redis.call('HSET', KEYS[1], qfStatus, ARGV[2], qfResponse, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('HSET', KEYS[1], qfStatus, status, qfResponse, response)
+redis.call('PEXPIRE', KEYS[1], keepMs)
 return requestAnswered

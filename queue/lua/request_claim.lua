@@ -7,10 +7,11 @@
 --            answering does not block the key for long
 -- Output: {} when this request claimed the key, else the hash as field,
 -- value pairs (qfBody, and qfStatus and qfResponse once answered)
+local digest, claimMs = ARGV[1], ARGV[2]
 local h = redis.call('HGETALL', KEYS[1])
 if #h > 0 then
   return h
 end
-redis.call('HSET', KEYS[1], qfBody, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[1], qfBody, digest)
+redis.call('PEXPIRE', KEYS[1], claimMs)
 return {}

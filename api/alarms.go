@@ -269,6 +269,11 @@ func (s *server) alarmFromBody(o object, did auth.DID, now time.Time) (*model.Sc
 			return nil, &statusError{status: http.StatusRequestEntityTooLarge, code: CodePayloadTooLarge,
 				message: fmt.Sprintf("payload: larger than %d bytes (ALARM_PAYLOAD_MAX_BYTES), got %d", s.cfg.AlarmPayloadMaxBytes, len(p))}
 		}
+		if !utf8.Valid(p) {
+			// Kept byte for byte, so refused rather than rewritten: the
+			// answer would not be valid JSON text.
+			errs.Add(fieldError("payload", "must be valid UTF-8"))
+		}
 		a.Payload = p
 	}
 	if errs.Has("kind") || errs.Has("delay_seconds") || errs.Has("fire_at") || errs.Has("every_seconds") ||

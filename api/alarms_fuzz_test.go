@@ -61,6 +61,7 @@ func FuzzAlarmBody(f *testing.F) {
 		`{"kind":"once","delay_seconds":5,"payload":{"x":1},"payload":[2]}`,
 		`{"kind":"once","delay_seconds":5,"color":"red"}`,
 		"{\"kind\":\"once\",\"delay_seconds\":5,\"label\":\"\xff\"}",
+		"{\"kind\":\"once\",\"delay_seconds\":5,\"payload\":[\"\xff\"]}",
 		`{"kind":"once","delay_seconds":5,"wake_message":"\ud800"}`,
 	} {
 		f.Add(s)

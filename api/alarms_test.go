@@ -177,6 +177,7 @@ func TestAlarmEngineErrors(t *testing.T) {
 		{`{"kind":"cron","cron_expr":"* * * * *","delay_seconds":5}`, "delay_seconds", "is only for kind once, not cron"},
 		{`{"kind":"once","delay_seconds":5,"max_failures":26}`, "max_failures", "must be between 1 and 25, got 26"},
 		{`{"kind":"once","delay_seconds":5,"label":"a\nb"}`, "label", "must not contain control characters"},
+		{"{\"kind\":\"once\",\"delay_seconds\":5,\"payload\":{\"a\":\"\xff\"}}", "payload", "must be valid UTF-8"},
 	} {
 		rec := b.as(t, didA, http.MethodPost, "/v1/alarms", tc.body)
 		requireError(t, rec, http.StatusBadRequest, api.CodeInvalidArgument, tc.field+": "+tc.text)

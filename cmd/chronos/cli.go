@@ -68,6 +68,9 @@ type LauncherOpts struct {
 	Executor        string        `name:"executor" env:"EXECUTOR" default:"log" enum:"log,http" help:"How runs start: 'log' logs and succeeds (demo); 'http' POSTs {dag, meta} to EXECUTOR_URL."`
 	ExecutorURL     string        `name:"executor-url" env:"EXECUTOR_URL" help:"URL the http executor POSTs runs to."`
 	ExecutorTimeout time.Duration `name:"executor-timeout" env:"EXECUTOR_TIMEOUT" default:"30s" help:"Timeout of one executor call."`
+	WakeURL         string        `name:"wake-url" env:"WAKE_URL" help:"URL alarms' wakes are POSTed to, signed with WAKE_SECRET (docs/wake.md). Unset: 'dev' logs wakes, other commands fail alarms' runs."`
+	WakeSecret      string        `name:"wake-secret" env:"WAKE_SECRET" help:"HMAC-SHA256 key of the wakes' Chronos-Signature header, at least 32 bytes; required with WAKE_URL."`
+	WakeTimeout     time.Duration `name:"wake-timeout" env:"WAKE_TIMEOUT" default:"30s" help:"Timeout of one wake delivery to WAKE_URL."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SHUTDOWN_TIMEOUT" default:"30s" help:"How long shutdown waits for runs in progress."`
 	ArchiveSweep    time.Duration `name:"archive-sweep-interval" env:"ARCHIVE_SWEEP_INTERVAL" default:"1m" help:"How often runs whose tasks asynq archived before they launched (a launcher killed on the last attempt) are marked FAILED."`
 	LaunchGrace     time.Duration `name:"launch-grace" env:"LAUNCH_GRACE" default:"10m" help:"A scheduled run that would start later than this after it was due (every launcher was down) follows its schedule's catch-up policy: none skips it, latest skips all but the latest due run."`

@@ -249,11 +249,28 @@ func newParts(store *queue.Store, p processSpec, logger *slog.Logger, reg promet
 		if p.launch.Executor == "http" {
 			ex = launcher.NewHTTPExecutor(p.launch.ExecutorURL, p.launch.ExecutorTimeout, p.launch.Concurrency)
 		}
-		if launch, err = launcher.New(store, launcherConfig(p.launch, ex), logger.With("component", "launcher"), reg); err != nil {
+		cfg := launcherConfig(p.launch, ex)
+		cfg.Waker = newWaker(p, logger)
+		if launch, err = launcher.New(store, cfg, logger.With("component", "launcher"), reg); err != nil {
 			return nil, nil, inSettings(err)
 		}
 	}
 	return sched, launch, nil
+}
+
+// newWaker returns the launcher's wake executor: HTTP to WAKE_URL when it
+// is set, else in chronos dev the log waker (a newcomer sees alarms
+// fire), else none (alarms' runs fail, saying to set WAKE_URL).
+func newWaker(p processSpec, logger *slog.Logger) launcher.Waker {
+	l := p.launch
+	switch {
+	case l.WakeURL != "":
+		return launcher.NewHTTPWaker(l.WakeURL, []byte(l.WakeSecret), l.WakeTimeout, l.Concurrency)
+	case p.dev:
+		return launcher.LogWaker{Logger: logger.With("component", "waker")}
+	}
+	logger.With("component", "launcher").Warn("WAKE_URL is not set: alarms' wakes will not be delivered, their runs fail; set WAKE_URL and WAKE_SECRET (docs/wake.md)")
+	return nil
 }
 
 // serve listens on HTTP_ADDR and serves e; it returns the address and
@@ -388,6 +405,16 @@ func (p processSpec) validate() error {
 		return fmt.Errorf("EXECUTOR_URL is set (%q) but EXECUTOR=%s, which would not call it: set EXECUTOR=http, or unset EXECUTOR_URL",
 			p.launch.ExecutorURL, p.launch.Executor)
 	}
+	if p.launch != nil && p.launch.WakeURL != "" {
+		u, err := url.Parse(p.launch.WakeURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("WAKE_URL must be http(s)://host/path, got %q", p.launch.WakeURL)
+		}
+		if n := len(p.launch.WakeSecret); n < launcher.WakeSecretMinLen {
+			return fmt.Errorf("WAKE_SECRET must be at least %d bytes when WAKE_URL is set, got %d: make one with 'openssl rand -hex 32' and give it to the wake receiver too",
+				launcher.WakeSecretMinLen, n)
+		}
+	}
 	if !p.embedded && p.common.RedisURL == "" {
 		return errors.New("REDIS_URL is required (e.g. redis://127.0.0.1:6379/0); 'chronos dev' runs without one")
 	}
@@ -413,13 +440,17 @@ func (p processSpec) validateNumbers() error {
 	}
 	if l := p.launch; l != nil {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),
-			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout),
+			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("WAKE_TIMEOUT", l.WakeTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout),
 			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep), positive("LAUNCH_GRACE", l.LaunchGrace))
 		// asynq cancels an attempt at the task's timeout, cutting a longer
 		// executor call short (and the executor is called again).
 		if l.ExecutorTimeout >= c.TaskTimeout {
 			errs = append(errs, fmt.Errorf("EXECUTOR_TIMEOUT (%s) must be shorter than TASK_TIMEOUT (%s), which cancels a launch attempt: raise TASK_TIMEOUT where runs are enqueued (schedulers, API) and on launchers",
 				l.ExecutorTimeout, c.TaskTimeout))
+		}
+		if l.WakeTimeout >= c.TaskTimeout {
+			errs = append(errs, fmt.Errorf("WAKE_TIMEOUT (%s) must be shorter than TASK_TIMEOUT (%s), which cancels a launch attempt: raise TASK_TIMEOUT where runs are enqueued (schedulers, API) and on launchers",
+				l.WakeTimeout, c.TaskTimeout))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,12 +1,15 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
@@ -170,6 +173,9 @@ func (s *Store) GetAlarm(ctx context.Context, owner, id string) (*model.Schedule
 func (s *Store) ListAlarms(ctx context.Context, owner string, status model.AlarmStatus, limit int) ([]*model.ScheduleRecord, error) {
 	limit = min(max(limit, 1), AlarmListMax)
 	sh := s.shard(owner)
+	if status == model.AlarmActive {
+		return s.listActiveAlarms(ctx, owner, sh, limit)
+	}
 	page := int64(limit)
 	if status != "" {
 		page = AlarmListMax
@@ -194,6 +200,49 @@ func (s *Store) ListAlarms(ctx context.Context, owner string, status model.Alarm
 		}
 		if int64(len(ids)) < page {
 			break
+		}
+	}
+	return out, nil
+}
+
+// listActiveAlarms is ListAlarms of the active alarms: it reads the
+// owner's active set, which is bounded by Config.AlarmMaxActive (plus the
+// alarms that fired or failed since it was last pruned), rather than
+// walking every alarm the owner ever had.
+func (s *Store) listActiveAlarms(ctx context.Context, owner string, sh, limit int) ([]*model.ScheduleRecord, error) {
+	ids, err := s.rdb.SMembers(ctx, alarmsActiveKey(sh, owner)).Result()
+	if err != nil || len(ids) == 0 {
+		return []*model.ScheduleRecord{}, err
+	}
+	created, err := s.rdb.ZMScore(ctx, alarmsKey(sh, owner), ids...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list alarms of %s: %w", owner, err)
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	// Newest first, ties as ZREVRANGE breaks them (by id, descending).
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(created[b], created[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(ids[b], ids[a])
+	})
+	out := make([]*model.ScheduleRecord, 0, min(limit, len(ids)))
+	for start := 0; start < len(order) && len(out) < limit; start += AlarmListMax {
+		page := make([]string, 0, AlarmListMax)
+		for _, i := range order[start:min(start+AlarmListMax, len(order))] {
+			page = append(page, ids[i])
+		}
+		recs, err := s.loadAlarms(ctx, sh, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r != nil && r.Owner == owner && r.Alarm.Status == model.AlarmActive && len(out) < limit {
+				out = append(out, r)
+			}
 		}
 	}
 	return out, nil

@@ -353,6 +353,21 @@ func TestListAlarmsNewestFirstFilteredAndCapped(t *testing.T) {
 	list, err = b.store.ListAlarms(ctx, ownerA, model.AlarmFired, 500)
 	require.NoError(t, err)
 	require.Empty(t, list)
+
+	// One that fired leaves the active list, though it stays in the
+	// active set until the next prune.
+	sh := queue.ShardOf(ownerA, queue.ShardsDefault)
+	require.NoError(t, b.rdb.HSet(ctx, queue.ScheduleKey(sh, ids[3]), queue.AfStatus, string(model.AlarmFired)).Err())
+	list, err = b.store.ListAlarms(ctx, ownerA, model.AlarmActive, 500)
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[5], ids[1]}, alarmIDs(list))
+	list, err = b.store.ListAlarms(ctx, ownerA, model.AlarmFired, 500)
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[3]}, alarmIDs(list))
+	list, err = b.store.ListAlarms(ctx, ownerB, model.AlarmActive, 500)
+	require.NoError(t, err)
+	require.Empty(t, list)
+	require.NotNil(t, list, "an empty list, not nil")
 }
 
 func TestListAlarmsCapsAt500(t *testing.T) {
@@ -443,4 +458,25 @@ func TestRegistrarRoutesDoNotTouchAlarms(t *testing.T) {
 	// An alarm is not a registrar's schedule by GetAlarm either.
 	_, err = b.store.GetAlarm(ctx, "", "plain")
 	require.ErrorIs(t, err, queue.ErrNotFound)
+}
+
+// Alarms created in the same millisecond list in one order, with or
+// without the active filter.
+func TestListAlarmsTiesInOneOrder(t *testing.T) {
+	t.Parallel()
+	b := setupAlarms(t, nil)
+	ctx := context.Background()
+	for range 20 {
+		_, _, err := b.store.CreateAlarm(ctx, b.onceAlarm(t, ownerA, time.Hour, ""))
+		require.NoError(t, err)
+	}
+	all, err := b.store.ListAlarms(ctx, ownerA, "", 500)
+	require.NoError(t, err)
+	active, err := b.store.ListAlarms(ctx, ownerA, model.AlarmActive, 500)
+	require.NoError(t, err)
+	require.Len(t, all, 20)
+	require.Equal(t, alarmIDs(all), alarmIDs(active))
+	some, err := b.store.ListAlarms(ctx, ownerA, model.AlarmActive, 7)
+	require.NoError(t, err)
+	require.Equal(t, alarmIDs(all)[:7], alarmIDs(some))
 }

@@ -520,6 +520,9 @@ func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedu
 	if rec.Alarm != nil && rec.Alarm.Status == model.AlarmCancelled {
 		return nil, "alarm cancelled before its wake was delivered"
 	}
+	if rec.Alarm != nil && rec.Paused {
+		return nil, "alarm paused before its wake was delivered"
+	}
 	if rec.Paused {
 		return nil, "schedule paused before the run started"
 	}

@@ -435,3 +435,34 @@ func TestWakeBody(t *testing.T) {
 		`"wake_message":"<b> & \u2028","payload":{},"scheduled_for":"2026-03-01T08:00:00Z","fired_at":"2026-03-01T08:00:00Z","idempotency_key":"k"}`,
 		string(b))
 }
+
+// A paused alarm's queued wake is skipped, not delivered. A recurring
+// alarm stays active for its later times; a once alarm has no other time
+// (its run's key stays taken), so it is failed, saying why.
+func TestPausedAlarmsQueuedWakeIsSkipped(t *testing.T) {
+	t.Parallel()
+	recv := &wakeReceiver{secret: wakeSecret}
+	b := setupWake(t, recv.start(t))
+	once := b.createAlarm(t, alarmSpec{kind: model.KindOnce, maxFailures: 3})
+	cron := b.createAlarm(t, alarmSpec{kind: model.KindCron, maxFailures: 3})
+	at := *once.FireAt
+	b.clock.Set(at)
+	b.tick(t) // no launcher runs yet
+	ctx := context.Background()
+	for _, id := range []string{once.ID, cron.ID} {
+		_, err := b.store.PauseAlarm(ctx, wakeOwner, id, true)
+		require.NoError(t, err)
+	}
+	b.start(t)
+	for _, id := range []string{once.ID, cron.ID} {
+		run := b.waitRun(t, model.IdempotencyKey(id, at), model.RunSkipped)
+		require.Equal(t, "alarm paused before its wake was delivered", run.Error)
+	}
+	require.Empty(t, recv.deliveries())
+	a := b.alarm(t, once.ID)
+	require.Equal(t, model.AlarmFailed, a.Status)
+	require.Equal(t, "alarm paused before its wake was delivered", a.LastError)
+	a = b.alarm(t, cron.ID)
+	require.Equal(t, model.AlarmActive, a.Status)
+	require.Empty(t, a.LastError)
+}

@@ -466,3 +466,45 @@ func TestPausedAlarmsQueuedWakeIsSkipped(t *testing.T) {
 	require.Equal(t, model.AlarmActive, a.Status)
 	require.Empty(t, a.LastError)
 }
+
+// After every scheduler and launcher was down for two hours, a once
+// alarm's wake is delivered late rather than never, and a recurring
+// alarm delivers one wake, for the latest time it missed (catch-up
+// latest), then goes on.
+func TestAlarmsAfterDowntime(t *testing.T) {
+	t.Parallel()
+	recv := &wakeReceiver{secret: wakeSecret}
+	b := setupWake(t, recv.start(t))
+	once := b.createAlarm(t, alarmSpec{kind: model.KindOnce, maxFailures: 3})
+	cron := b.createAlarm(t, alarmSpec{kind: model.KindCron, maxFailures: 3})
+	at := *once.FireAt
+	back := at.Add(2*time.Hour + 30*time.Second) // between two minutes: the earlier one is missed
+	b.clock.Set(back)
+	b.tick(t)
+	b.start(t)
+	b.waitRun(t, model.IdempotencyKey(once.ID, at), model.RunSuccess)
+	latest := back.Truncate(time.Minute)
+	b.waitRun(t, model.IdempotencyKey(cron.ID, latest), model.RunSuccess)
+
+	var wakes []Wake
+	for _, d := range recv.deliveries() {
+		var w Wake
+		require.NoError(t, json.Unmarshal(d.body, &w))
+		// The next minute's run, enqueued ahead, starts at once here: asynq
+		// reads the real clock, two years past the simulated one.
+		if !w.ScheduledFor.After(back) {
+			wakes = append(wakes, w)
+		}
+	}
+	require.Len(t, wakes, 2, "one wake each: the cron alarm's earlier missed times are not delivered")
+	for _, w := range wakes {
+		require.True(t, w.FiredAt.Equal(back), "fired late, at the clock when delivered")
+		if w.AlarmID == once.ID {
+			require.True(t, w.ScheduledFor.Equal(at))
+		} else {
+			require.True(t, w.ScheduledFor.Equal(latest))
+		}
+	}
+	require.Equal(t, model.AlarmFired, b.alarm(t, once.ID).Status)
+	require.Equal(t, model.AlarmActive, b.alarm(t, cron.ID).Status)
+}

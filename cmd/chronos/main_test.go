@@ -248,6 +248,12 @@ func TestZeroSettingsAreRejected(t *testing.T) {
 		{[]string{"api", "--task-max-retry=-1"}, "TASK_MAX_RETRY must be 0 (no retries) or more, got -1"},
 		{[]string{"api", "--task-timeout=0s"}, "TASK_TIMEOUT must be greater than 0, got 0s"},
 		{[]string{"launcher", "--executor-timeout=10m"}, "EXECUTOR_TIMEOUT (10m0s) must be shorter than TASK_TIMEOUT (5m0s)"},
+		{[]string{"api", "--alarm-max-active", "0"}, "ALARM_MAX_ACTIVE must be greater than 0, got 0"},
+		{[]string{"api", "--alarm-max-failures", "0"}, "ALARM_MAX_FAILURES must be greater than 0, got 0"},
+		{[]string{"api", "--alarm-max-failures", "26"}, "ALARM_MAX_FAILURES must be between 1 and 25, got 26"},
+		{[]string{"api", "--alarm-payload-max-bytes", "0"}, "ALARM_PAYLOAD_MAX_BYTES must be greater than 0, got 0"},
+		{[]string{"api", "--alarm-label-max-bytes", "0"}, "ALARM_LABEL_MAX_BYTES must be greater than 0, got 0"},
+		{[]string{"api", "--alarm-wake-message-max-bytes", "0"}, "ALARM_WAKE_MESSAGE_MAX_BYTES must be greater than 0, got 0"},
 	} {
 		err := execute(context.Background(), append(tc.args, "--redis-url", "redis://127.0.0.1:1", "--http-addr", "127.0.0.1:0"),
 			&Env{Stdout: io.Discard, Stderr: io.Discard})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chronos-sched/chronos/api"
 	"github.com/chronos-sched/chronos/launcher"
+	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/scheduler"
 )
@@ -430,6 +431,14 @@ func (p processSpec) validateNumbers() error {
 		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
 		positive("TASK_TIMEOUT", c.TaskTimeout), positive("MAX_CONNS", c.MaxConns),
 		positive("WORKFLOW_MAX_BYTES", c.WorkflowMaxBytes), positive("WORKFLOW_MAX_VERSIONS", c.WorkflowMaxVersions),
+		positive("ALARM_MAX_ACTIVE", c.AlarmMaxActive),
+	}
+	if a := p.api; a != nil {
+		errs = append(errs, positive("ALARM_MAX_FAILURES", a.AlarmMaxFailures), positive("ALARM_PAYLOAD_MAX_BYTES", a.AlarmPayloadMaxBytes),
+			positive("ALARM_LABEL_MAX_BYTES", a.AlarmLabelMaxBytes), positive("ALARM_WAKE_MESSAGE_MAX_BYTES", a.AlarmWakeMessageMaxBytes))
+		if a.AlarmMaxFailures > model.MaxAlarmFailures {
+			errs = append(errs, fmt.Errorf("ALARM_MAX_FAILURES must be between 1 and %d, got %d", model.MaxAlarmFailures, a.AlarmMaxFailures))
+		}
 	}
 	if c.TaskMaxRetry < 0 {
 		errs = append(errs, fmt.Errorf("TASK_MAX_RETRY must be 0 (no retries) or more, got %d", c.TaskMaxRetry))

@@ -427,9 +427,13 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 		}
 		retried := a.retried
 		if isPermanent(err) || retried >= a.maxRetry {
+			what := "executor"
+			if p.Target == model.TargetWake {
+				what = "wake delivery"
+			}
 			// An alarm counts the last failed delivery as the ones before.
 			return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, DeliveryFailed: true,
-				Error: fmt.Sprintf("executor failed after %d attempts: %v", retried+1, err)})
+				Error: fmt.Sprintf("%s failed after %d attempts: %v", what, retried+1, err)})
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)

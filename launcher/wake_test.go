@@ -274,7 +274,7 @@ func TestWakeFailsAtMaxFailures(t *testing.T) {
 	b.tick(t)
 	key := model.IdempotencyKey(rec.ID, *rec.FireAt)
 	run := b.waitRun(t, key, model.RunFailed)
-	require.Contains(t, run.Error, "after 3 attempts")
+	require.Contains(t, run.Error, "wake delivery failed after 3 attempts")
 	require.Contains(t, run.Error, "503")
 	insp := asynq.NewInspectorFromRedisClient(b.rdb)
 	require.Eventually(t, func() bool {

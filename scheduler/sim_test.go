@@ -93,6 +93,14 @@ var simZones = []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europ
 // SIM_SEEDS=from-to runs other seeds (TestSim/seed=N names them),
 // SIM_TRACE=n prints n trace lines, SIM_DEBUG=<schedule id> traces its
 // stored state after each tick of its shard.
+//
+// CI runs seeds 1 to 6. Wider ranges checked by hand, each with
+//
+//	SIM_SEEDS=from-to go test -count=1 -run '^TestSim$' ./scheduler/
+//
+// in chunks of 100 seeds, all passing:
+//   - 1-800 on 2026-11-26, with the policy and schema changes of issue 21;
+//   - 801-2000 on 2026-11-27 at commit cc29c64.
 func TestSim(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6}
 	if v := os.Getenv("SIM_SEEDS"); v != "" { // "from-to", to explore

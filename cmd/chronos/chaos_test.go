@@ -168,6 +168,7 @@ type chaosCluster struct {
 	redis  *queuetest.Redis
 	rdb    *redis.Client
 	exec   *recordingExecutor
+	wake   *wakeRecorder // WAKE_URL of the launchers (alarm_chaos_test.go)
 	client *http.Client
 	api    string
 
@@ -205,6 +206,7 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 	c.redis = queuetest.StartRedis(t)
 	c.rdb = c.redis.Client(t)
 	c.exec = newRecordingExecutor(t)
+	c.wake = newWakeRecorder(t)
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	c.client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -326,9 +328,11 @@ func (c *chaosCluster) signal(s *chaosSlot, sig syscall.Signal) {
 	require.NoError(c.t, s.p.cmd.Process.Signal(sig), "%s %s", sig, s.p.name)
 }
 
-// launcherEnv makes launchers call the recording executor.
+// launcherEnv makes launchers call the recording executor, and deliver
+// alarms' wakes to the wake recorder.
 func (c *chaosCluster) launcherEnv() map[string]string {
-	return map[string]string{"EXECUTOR": "http", "EXECUTOR_URL": c.exec.srv.URL + "/runs", "LAUNCHER_CONCURRENCY": "20"}
+	return map[string]string{"EXECUTOR": "http", "EXECUTOR_URL": c.exec.srv.URL + "/runs", "LAUNCHER_CONCURRENCY": "20",
+		"WAKE_URL": c.wake.srv.URL + "/wake", "WAKE_SECRET": chaosWakeSecret}
 }
 
 // chaos kills and pauses schedulers until dur has passed, then resumes any

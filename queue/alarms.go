@@ -124,6 +124,10 @@ func (s *Store) CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (ala
 			alarmsKey(sh, next.Owner), alarmKeysKey(sh, next.Owner), alarmsActiveKey(sh, next.Owner)}
 		args := []any{next.ID, ms(now), nextMS, score, timingHash(&next), a.IdempotencyKey,
 			s.cfg.AlarmMaxActive, scheduleKey(sh, "")}
+		if len(args) != alarmCreateHeaderArgs {
+			// alarm_create.lua finds the definition's pairs after these.
+			return nil, false, fmt.Errorf("create alarm of %s: %d fixed arguments, not the %d alarm_create.lua reads", next.Owner, len(args), alarmCreateHeaderArgs)
+		}
 		for _, p := range pairs {
 			args = append(args, p)
 		}

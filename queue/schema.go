@@ -224,6 +224,14 @@ const (
 	commitRunArgs    = 7
 )
 
+// upsert.lua's and alarm_create.lua's ARGV: these many fixed arguments,
+// then a part of variable length (see each script's header). Their callers
+// check what they send against them.
+const (
+	upsertHeaderArgs      = 10
+	alarmCreateHeaderArgs = 8
+)
+
 // luaNames are the constants the prelude declares for Lua, each under its
 // Go name. TestLuaPreludeNamesEveryConstant holds this list and the
 // constants of this file together.
@@ -268,6 +276,7 @@ var luaNames = []struct {
 	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},
 	{"runWritten", runWritten}, {"runKept", runKept}, {"runCut", runCut},
 	{"commitHeaderArgs", commitHeaderArgs}, {"commitPlanArgs", commitPlanArgs}, {"commitRunArgs", commitRunArgs},
+	{"upsertHeaderArgs", upsertHeaderArgs}, {"alarmCreateHeaderArgs", alarmCreateHeaderArgs},
 }
 
 // luaPrelude declares luaNames as Lua locals.

@@ -177,6 +177,10 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	q := s.tasks.Keys()
 	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
 		runKey(sh, ""), q.TaskPrefix(), manualKeyPrefix(q.Queue), len(left)}
+	if len(args) != upsertHeaderArgs {
+		// upsert.lua finds the omitted fields and the pairs after these.
+		return nil, fmt.Errorf("upsert schedule %s: %d fixed arguments, not the %d upsert.lua reads", rec.ID, len(args), upsertHeaderArgs)
+	}
 	args = append(args, left...)
 	for _, v := range pairs {
 		args = append(args, v)

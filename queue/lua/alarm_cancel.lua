@@ -10,14 +10,15 @@
 -- ARGV[3] -> now, ms
 -- Output: alarmCancelDone, alarmCancelSame (terminal already) or
 -- alarmCancelNotFound (no such alarm, or another owner's)
+local id, owner, now = ARGV[1], ARGV[2], ARGV[3]
 local h = redis.call('HMGET', KEYS[1], sfTarget, sfOwner, afStatus, sfCreated)
-if not h[4] or h[1] ~= targetWake or h[2] ~= ARGV[2] then
+if not h[4] or h[1] ~= targetWake or h[2] ~= owner then
   return alarmCancelNotFound
 end
 if h[3] and h[3] ~= alarmActive then
   return alarmCancelSame
 end
-redis.call('HSET', KEYS[1], afStatus, alarmCancelled, sfPaused, flagSet, sfUpdated, ARGV[3])
-redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
-redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[1], afStatus, alarmCancelled, sfPaused, flagSet, sfUpdated, now)
+redis.call('ZADD', KEYS[2], '+inf', id)
+redis.call('SREM', KEYS[3], id)
 return alarmCancelDone

@@ -18,11 +18,13 @@
 -- ARGV[6] -> the owner's idempotency key ("" = none)
 -- ARGV[7] -> the most active alarms the owner may have
 -- ARGV[8] -> schedule key prefix of the shard ("chronos:{sNN}:sched:")
--- ARGV[9..] -> the definition's field, value pairs
+-- ARGV[9..] -> the definition's field, value pairs, after the
+--              alarmCreateHeaderArgs fixed arguments
 -- Output: {alarmCreateNew, id}, {alarmCreateDeduped, the existing id},
 -- {alarmCreateIDTaken, id} (a schedule has the id: draw another) or
 -- {alarmCreateTooMany, the owner's active count}
-local id, key, pfx = ARGV[1], ARGV[6], ARGV[8]
+local id, now, nextAt, score, timingHash, key, limit, pfx =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
 
 -- A key names the alarm it created for as long as that alarm exists,
 -- whatever its status: as the specification's unique index does.
@@ -43,7 +45,6 @@ end
 -- lifecycle (fired, failed) does not touch it, so at the limit the ids
 -- no longer active are dropped before counting again. That scan is paid
 -- only by an owner at the limit, and is bounded by the limit.
-local limit = tonumber(ARGV[7])
 local n = redis.call('SCARD', KEYS[6])
 if n >= limit then
   for _, m in ipairs(redis.call('SMEMBERS', KEYS[6])) do
@@ -59,14 +60,14 @@ if n >= limit then
 end
 
 local ver = redis.call('INCR', KEYS[3])
-redis.call('HSET', KEYS[1], sfTiming, ARGV[5], sfVer, ver, afStatus, alarmActive, unpack(ARGV, 9))
-if ARGV[3] == '' then
+redis.call('HSET', KEYS[1], sfTiming, timingHash, sfVer, ver, afStatus, alarmActive, unpack(ARGV, alarmCreateHeaderArgs + 1))
+if nextAt == '' then
   redis.call('ZADD', KEYS[2], '+inf', id)
 else
-  redis.call('HSET', KEYS[1], sfNext, ARGV[3])
-  redis.call('ZADD', KEYS[2], ARGV[4], id)
+  redis.call('HSET', KEYS[1], sfNext, nextAt)
+  redis.call('ZADD', KEYS[2], score, id)
 end
-redis.call('ZADD', KEYS[4], ARGV[2], id)
+redis.call('ZADD', KEYS[4], now, id)
 if key ~= '' then
   redis.call('HSET', KEYS[5], key, id)
 end

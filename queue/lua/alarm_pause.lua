@@ -16,31 +16,32 @@
 -- Output: pauseNotFound (no such alarm, or another owner's), pauseStale
 -- (the definition changed since: read it again), pauseSame (already in
 -- that state, or no longer active) or pauseChanged
+local id, owner, pause, nextAt, score, ver, now = ARGV[1], ARGV[2], ARGV[3] == flagSet, ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local h = redis.call('HMGET', KEYS[1], sfTarget, sfOwner, afStatus, sfCreated, sfPaused, sfHeld, sfVer)
-if not h[4] or h[1] ~= targetWake or h[2] ~= ARGV[2] then
+if not h[4] or h[1] ~= targetWake or h[2] ~= owner then
   return pauseNotFound
 end
 if h[3] and h[3] ~= alarmActive then
   return pauseSame
 end
-if ARGV[3] == flagSet then
+if pause then
   if h[5] then return pauseSame end
-  redis.call('HSET', KEYS[1], sfPaused, flagSet, sfUpdated, ARGV[7])
-  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  redis.call('HSET', KEYS[1], sfPaused, flagSet, sfUpdated, now)
+  redis.call('ZADD', KEYS[2], '+inf', id)
   return pauseChanged
 end
 if not h[5] then return pauseSame end
-if (h[7] or '') ~= ARGV[6] then return pauseStale end
+if (h[7] or '') ~= ver then return pauseStale end
 redis.call('HDEL', KEYS[1], sfPaused, sfReleased)
-redis.call('HSET', KEYS[1], sfResumed, ARGV[7], sfUpdated, ARGV[7])
-if ARGV[4] == '' then
+redis.call('HSET', KEYS[1], sfResumed, now, sfUpdated, now)
+if nextAt == '' then
   redis.call('HDEL', KEYS[1], sfNext)
 else
-  redis.call('HSET', KEYS[1], sfNext, ARGV[4])
+  redis.call('HSET', KEYS[1], sfNext, nextAt)
 end
-if h[6] or ARGV[4] == '' then
-  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+if h[6] or nextAt == '' then
+  redis.call('ZADD', KEYS[2], '+inf', id)
 else
-  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+  redis.call('ZADD', KEYS[2], score, id)
 end
 return pauseChanged

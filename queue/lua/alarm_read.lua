@@ -8,8 +8,8 @@
 -- ARGV[2] -> how many of the newest runs to look at
 -- Output: per alarm {the hash as field, value pairs; the run time in ms,
 -- or ''}
+local rpfx, newest = ARGV[1], tonumber(ARGV[2]) - 1
 local out = {}
-local newest = tonumber(ARGV[2]) - 1
 for i = 1, #KEYS, 2 do
   local h = redis.call('HGETALL', KEYS[i])
   local pending = ''
@@ -17,7 +17,7 @@ for i = 1, #KEYS, 2 do
   if #h > 0 and (not st[1] or st[1] == alarmActive) and st[2] ~= kindOnce then
     local runs = redis.call('ZREVRANGE', KEYS[i + 1], 0, newest, 'WITHSCORES')
     for j = 1, #runs, 2 do
-      local rs = redis.call('HGET', ARGV[1] .. runs[j], rfStatus)
+      local rs = redis.call('HGET', rpfx .. runs[j], rfStatus)
       if rs == stEnqueued or rs == stStarted then
         pending = runs[j + 1]
       end

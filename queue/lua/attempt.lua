@@ -9,11 +9,12 @@
 -- ARGV[2] -> when the retry is due, ms
 -- ARGV[3] -> why the attempt failed, shown with the run until it ends
 -- Output: attempts counted so far, or attemptNotEnqueued
+local now, retryAt, why = ARGV[1], ARGV[2], ARGV[3]
 if redis.call('HGET', KEYS[1], rfStatus) ~= stEnqueued then
   return attemptNotEnqueued
 end
-redis.call('HSET', KEYS[1], rfUpdated, ARGV[1], rfRetryAt, ARGV[2], rfLastErr, ARGV[3])
+redis.call('HSET', KEYS[1], rfUpdated, now, rfRetryAt, retryAt, rfLastErr, why)
 if KEYS[2] then
-  alarm_attempt_failed(KEYS[2], ARGV[3])
+  alarm_attempt_failed(KEYS[2], why)
 end
 return redis.call('HINCRBY', KEYS[1], rfAttempts, 1)

@@ -14,20 +14,21 @@
 -- by the client after a lost reply that the schedule it finds gone is the
 -- one it deleted. An agent's alarm is not the registrar's to delete: it
 -- is not found (its owner cancels it).
+local id, rpfx, retention, nonce = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return deleteNotFound
 end
 if redis.call('DEL', KEYS[1]) == 0 then
-  if redis.call('GET', KEYS[5]) == ARGV[4] then
+  if redis.call('GET', KEYS[5]) == nonce then
     return deleteDone
   end
   return deleteNotFound
 end
-redis.call('SET', KEYS[5], ARGV[4], 'EX', 60)
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[5], nonce, 'EX', 60)
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZREM', KEYS[3], id)
 for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-  redis.call('EXPIRE', ARGV[2] .. k, ARGV[3])
+  redis.call('EXPIRE', rpfx .. k, retention)
 end
-redis.call('EXPIRE', KEYS[4], ARGV[3])
+redis.call('EXPIRE', KEYS[4], retention)
 return deleteDone

@@ -12,28 +12,29 @@
 -- Output: pauseNotFound, pauseStale (the definition changed since: read
 -- it again), pauseSame (already in that state) or pauseChanged. An
 -- agent's alarm is not the registrar's to pause: it is not found.
+local id, pause, nextAt, score, ver, now = ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return pauseNotFound
 end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
-if ARGV[2] == flagSet then
+if pause then
   if st[1] then return pauseSame end
   redis.call('HSET', KEYS[1], sfPaused, flagSet)
-  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], '+inf', id)
   return pauseChanged
 end
 if not st[1] then return pauseSame end
-if (st[3] or '') ~= ARGV[5] then return pauseStale end
+if (st[3] or '') ~= ver then return pauseStale end
 redis.call('HDEL', KEYS[1], sfPaused, sfReleased) -- next is a new time: not one released
-redis.call('HSET', KEYS[1], sfResumed, ARGV[6])
-if ARGV[3] == '' then
+redis.call('HSET', KEYS[1], sfResumed, now)
+if nextAt == '' then
   redis.call('HDEL', KEYS[1], sfNext)
 else
-  redis.call('HSET', KEYS[1], sfNext, ARGV[3])
+  redis.call('HSET', KEYS[1], sfNext, nextAt)
 end
-if st[2] or ARGV[3] == '' then
-  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+if st[2] or nextAt == '' then
+  redis.call('ZADD', KEYS[2], '+inf', id)
 else
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+  redis.call('ZADD', KEYS[2], score, id)
 end
 return pauseChanged

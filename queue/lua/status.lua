@@ -26,38 +26,40 @@
 --            (alarm_lifecycle.lua); "" otherwise
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
 -- ARGV[7]); {statusChanged, new}
+local pfx, key, status, execID, errText, now, from, rule, failedCall =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet
 local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
   return {statusNotFound, ''}
 end
-if run_is_final(st) or (ARGV[7] ~= '' and st ~= ARGV[7]) then
+if run_is_final(st) or (from ~= '' and st ~= from) then
   return {statusUnchanged, st}
 end
-redis.call('HSET', KEYS[1], rfStatus, ARGV[3], rfUpdated, ARGV[6])
-if ARGV[4] ~= '' then
-  redis.call('HSET', KEYS[1], rfRunID, ARGV[4])
+redis.call('HSET', KEYS[1], rfStatus, status, rfUpdated, now)
+if execID ~= '' then
+  redis.call('HSET', KEYS[1], rfRunID, execID)
 end
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], rfError, ARGV[5])
+if errText ~= '' then
+  redis.call('HSET', KEYS[1], rfError, errText)
 end
-if run_is_final(ARGV[3]) then
+if run_is_final(status) then
   local id = redis.call('HGET', KEYS[1], rfSchedule)
   if id and id ~= '' then
-    local skey = ARGV[1] .. segSched .. id
-    alarm_run_ended(skey, ARGV[3], redis.call('HGET', KEYS[1], rfError) or '', ARGV[6], ARGV[9] == flagSet)
-    if redis.call('HGET', skey, sfInflight) == ARGV[2] then
+    local skey = pfx .. segSched .. id
+    alarm_run_ended(skey, status, redis.call('HGET', KEYS[1], rfError) or '', now, failedCall)
+    if redis.call('HGET', skey, sfInflight) == key then
       local did
-      if ARGV[8] == releaseAbandoned then
+      if rule == releaseAbandoned then
         did = ran(st, false, run_attempts(KEYS[1]), false)
       else
-        did = ran(ARGV[3], ARGV[8] == releaseUnplanned, 0, false)
+        did = ran(status, rule == releaseUnplanned, 0, false)
       end
-      if release(skey, id, KEYS[2], KEYS[3], did, ARGV[6]) then
+      if release(skey, id, KEYS[2], KEYS[3], did, now) then
         -- Due at once: the scheduler holding the shard plans it now, not
         -- at its next tick (Store.WatchReleased).
-        redis.call('PUBLISH', ARGV[1] .. chanReleased, id)
+        redis.call('PUBLISH', pfx .. chanReleased, id)
       end
     end
   end
 end
-return {statusChanged, ARGV[3]}
+return {statusChanged, status}

@@ -21,14 +21,16 @@
 -- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[9] -> manual mark prefix ("chronos:{<queue>}:manual:")
--- ARGV[10] -> n, the number of definition fields the new body leaves out,
---             then their names
+-- ARGV[10] -> n (ARGV[upsertHeaderArgs]), the number of definition fields
+--             the new body leaves out, then their names
 -- ARGV[11+n..] -> the new definition's field, value pairs
 -- Output: {upsertUnchanged | upsertUpdated | upsertCreated, the hash as
 -- field, value pairs}, or {upsertIsAlarm} when the id is an agent's
 -- alarm, which only its owner changes (through /v1/alarms)
-local n = tonumber(ARGV[10])
-local first = 11 + n
+local id, now, anchor, nextAt, timingHash, lead, rpfx, tpfx, mpfx =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local n = tonumber(ARGV[upsertHeaderArgs])
+local first = upsertHeaderArgs + 1 + n
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if exists and redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return {upsertIsAlarm}
@@ -41,7 +43,7 @@ if exists then
       break
     end
   end
-  for i = 11, 10 + n do
+  for i = upsertHeaderArgs + 1, upsertHeaderArgs + n do
     if same and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
       same = false
     end
@@ -50,12 +52,12 @@ if exists then
     return {upsertUnchanged, redis.call('HGETALL', KEYS[1])}
   end
 end
-local timing = not exists or redis.call('HGET', KEYS[1], sfTiming) ~= ARGV[5]
+local timing = not exists or redis.call('HGET', KEYS[1], sfTiming) ~= timingHash
 local jitter = redis.call('HGET', KEYS[1], sfJitter)
 if n > 0 then
-  redis.call('HDEL', KEYS[1], unpack(ARGV, 11, 10 + n))
+  redis.call('HDEL', KEYS[1], unpack(ARGV, upsertHeaderArgs + 1, upsertHeaderArgs + n))
 end
-redis.call('HSET', KEYS[1], sfTiming, ARGV[5], sfUpdated, ARGV[2], unpack(ARGV, first))
+redis.call('HSET', KEYS[1], sfTiming, timingHash, sfUpdated, now, unpack(ARGV, first))
 -- Versions come from a counter of the shard, not the hash, so a schedule
 -- deleted and created again under its id never repeats a version that
 -- a plan in flight was computed from. (The max covers hashes versioned
@@ -68,7 +70,7 @@ if ver <= old then
 end
 redis.call('HSET', KEYS[1], sfVer, ver)
 if not exists then
-  redis.call('HSET', KEYS[1], sfCreated, ARGV[2])
+  redis.call('HSET', KEYS[1], sfCreated, now)
   -- A schedule deleted earlier under this id left its history to expire
   -- with its runs' records: the new one starts its own (the old records
   -- stay readable by key until they expire). Its runs that have not
@@ -84,12 +86,12 @@ if not exists then
   -- with that run's task, which stays.
   local lists = {scheduled = KEYS[6], retry = KEYS[7], archived = KEYS[8], completed = KEYS[9]}
   for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    local rkey, tkey = ARGV[7] .. k, ARGV[8] .. k
+    local rkey, tkey = rpfx .. k, tpfx .. k
     local r = redis.call('HMGET', rkey, rfStatus, rfRunAt)
     local state = redis.call('HGET', tkey, taskState)
     if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= taskActive then
-      if tonumber(r[2] or '0') > tonumber(ARGV[2]) then
-        if state and (r[1] == stEnqueued or redis.call('EXISTS', ARGV[9] .. k) == 0) then
+      if tonumber(r[2] or '0') > tonumber(now) then
+        if state and (r[1] == stEnqueued or redis.call('EXISTS', mpfx .. k) == 0) then
           if state == 'pending' then
             redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
           elseif lists[state] then
@@ -99,7 +101,7 @@ if not exists then
         end
         redis.call('DEL', rkey)
       elseif r[1] == stEnqueued then
-        run_end(rkey, stSkipped, 'schedule deleted before the run started', ARGV[2])
+        run_end(rkey, stSkipped, 'schedule deleted before the run started', now)
       end
     end
   end
@@ -107,17 +109,17 @@ if not exists then
 end
 if timing then
   redis.call('HDEL', KEYS[1], sfReleased) -- a released run of the old timing
-  redis.call('HSET', KEYS[1], sfAnchor, ARGV[3])
-  if ARGV[4] == '' then
+  redis.call('HSET', KEYS[1], sfAnchor, anchor)
+  if nextAt == '' then
     redis.call('HDEL', KEYS[1], sfNext)
   else
-    redis.call('HSET', KEYS[1], sfNext, ARGV[4])
+    redis.call('HSET', KEYS[1], sfNext, nextAt)
   end
 end
 -- A new jitter may move the next runs' fire times to before now; rs
 -- (also set on resume) keeps them from being judged missed for it.
 if exists and redis.call('HGET', KEYS[1], sfJitter) ~= jitter then
-  redis.call('HSET', KEYS[1], sfResumed, ARGV[2])
+  redis.call('HSET', KEYS[1], sfResumed, now)
 end
 -- A schedule held behind its run in flight ("queue") and changed to
 -- another overlap policy waits no longer: a next time already due waited
@@ -125,13 +127,13 @@ end
 -- recorded SKIPPED while that run is in flight); one not due yet (a new
 -- timing, or a resume) comes at its own time.
 if redis.call('HGET', KEYS[1], sfHeld) and redis.call('HGET', KEYS[1], sfOverlap) ~= overlapQueue then
-  unhold(KEYS[1], true, ARGV[2]) -- unhold.lua
+  unhold(KEYS[1], true, now) -- unhold.lua
 end
 local s = redis.call('HMGET', KEYS[1], sfNext, sfPaused, sfHeld)
 if s[1] and not s[2] and not s[3] then
-  redis.call('ZADD', KEYS[2], tonumber(s[1]) - tonumber(ARGV[6]), ARGV[1])
+  redis.call('ZADD', KEYS[2], tonumber(s[1]) - tonumber(lead), id)
 else
-  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], '+inf', id)
 end
 local code = upsertUpdated
 if not exists then

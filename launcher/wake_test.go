@@ -127,7 +127,15 @@ func setupWake(t *testing.T, waker Waker) *wakeBundle {
 
 func (b *wakeBundle) start(t *testing.T) *Launcher {
 	t.Helper()
-	l, err := New(b.store, &Config{Executor: &recordingExecutor{}, Waker: b.waker, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	return b.startWith(t, &Config{})
+}
+
+// startWith starts a launcher with cfg, its Executor, Waker and
+// ShutdownTimeout set here.
+func (b *wakeBundle) startWith(t *testing.T, cfg *Config) *Launcher {
+	t.Helper()
+	cfg.Executor, cfg.Waker, cfg.ShutdownTimeout = &recordingExecutor{}, b.waker, time.Second
+	l, err := New(b.store, cfg, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, l.Start(context.Background()))
 	stopAtCleanup(t, l)
@@ -507,4 +515,41 @@ func TestAlarmsAfterDowntime(t *testing.T) {
 	}
 	require.Equal(t, model.AlarmFired, b.alarm(t, once.ID).Status)
 	require.Equal(t, model.AlarmActive, b.alarm(t, cron.ID).Status)
+}
+
+// With LAUNCHER_CONCURRENCY=1 the asynq server's own worker carries the
+// runs out (no lane): a wake is retried and counted there the same way,
+// its task's retries following max_failures.
+func TestWakeThroughTheAsynqServersWorker(t *testing.T) {
+	t.Parallel()
+	recv := &wakeReceiver{secret: wakeSecret}
+	b := setupWake(t, recv.start(t))
+	flaky := b.createAlarm(t, alarmSpec{kind: model.KindOnce, maxFailures: 2})
+	down := b.createAlarm(t, alarmSpec{kind: model.KindOnce, maxFailures: 2})
+	at := *flaky.FireAt
+	var mu sync.Mutex
+	seen := map[string]int{}
+	recv.fail = func(_ int, body []byte) bool {
+		var w Wake
+		require.NoError(t, json.Unmarshal(body, &w))
+		mu.Lock()
+		defer mu.Unlock()
+		seen[w.AlarmID]++
+		return w.AlarmID == down.ID || seen[w.AlarmID] == 1
+	}
+	b.clock.Set(at)
+	b.tick(t)
+	b.startWith(t, &Config{Concurrency: 1})
+	b.waitRun(t, model.IdempotencyKey(flaky.ID, at), model.RunSuccess)
+	run := b.waitRun(t, model.IdempotencyKey(down.ID, at), model.RunFailed)
+	require.Contains(t, run.Error, "wake delivery failed after 2 attempts")
+	a := b.alarm(t, flaky.ID)
+	require.Equal(t, model.AlarmFired, a.Status)
+	require.Equal(t, 1, a.FailureCount)
+	a = b.alarm(t, down.ID)
+	require.Equal(t, model.AlarmFailed, a.Status)
+	require.Equal(t, 2, a.FailureCount)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, seen[down.ID], "max_failures deliveries, no more")
 }

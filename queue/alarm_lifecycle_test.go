@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,15 @@ func (c *alarmCase) alarm(t *testing.T) *model.Alarm {
 	return rec.Alarm
 }
 
+// active says whether the alarm is in its owner's active set.
+func (c *alarmCase) active(t *testing.T) bool {
+	t.Helper()
+	key := fmt.Sprintf("chronos:{s%02d}:alarmsactive:did:matrix:u1:fp", queue.ShardOf(c.id, queue.ShardsDefault))
+	in, err := c.rdb.SIsMember(context.Background(), key, c.id).Result()
+	require.NoError(t, err)
+	return in
+}
+
 func (c *alarmCase) attemptFailed(t *testing.T, reason string) {
 	t.Helper()
 	require.NoError(t, c.store.RecordFailedAttempt(context.Background(), c.task, c.clock.Now().Add(time.Second), reason))
@@ -106,8 +116,10 @@ func TestAlarmLifecycle(t *testing.T) {
 	t.Run("once delivered after failures: fired, failures kept", func(t *testing.T) {
 		t.Parallel()
 		c := setupAlarm(t, r, 1, model.KindOnce)
+		require.True(t, c.active(t))
 		c.attemptFailed(t, "wake answered 503")
 		c.attemptFailed(t, "wake answered 502")
+		require.True(t, c.active(t))
 		require.Equal(t, 2, c.alarm(t).FailureCount)
 		require.Equal(t, "wake answered 502", c.alarm(t).LastError)
 		c.end(t, queue.StatusUpdate{Status: model.RunSuccess, From: model.RunEnqueued})
@@ -116,6 +128,8 @@ func TestAlarmLifecycle(t *testing.T) {
 		require.Equal(t, 2, a.FailureCount)
 		require.NotNil(t, a.LastFiredAt)
 		require.True(t, a.LastFiredAt.Equal(c.clock.Now()))
+		require.Equal(t, "wake answered 502", a.LastError, "the last failure stays on record")
+		require.False(t, c.active(t), "out of its owner's active set")
 	})
 
 	t.Run("once whose last delivery fails: failed, every failure counted", func(t *testing.T) {
@@ -129,6 +143,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		require.Equal(t, 3, a.FailureCount)
 		require.Equal(t, "wake delivery failed after 3 attempts: e3", a.LastError)
 		require.Nil(t, a.LastFiredAt)
+		require.False(t, c.active(t), "out of its owner's active set")
 		// A final run changes no more, and neither does its alarm.
 		err := c.store.ReportTaskStatus(ctx, c.task, queue.StatusUpdate{Status: model.RunSuccess})
 		require.ErrorIs(t, err, queue.ErrConflict)
@@ -175,6 +190,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		a := c.alarm(t)
 		require.Equal(t, model.AlarmActive, a.Status)
 		require.NotNil(t, a.LastFiredAt)
+		require.True(t, c.active(t))
 	})
 
 	t.Run("cron whose fire time fails: counted, stays active, next time planned", func(t *testing.T) {
@@ -217,6 +233,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		require.Equal(t, model.AlarmFailed, got.Alarm.Status)
 		require.Equal(t, p.RetireReason, got.Alarm.LastError)
 		require.Nil(t, got.NextRunAt)
+		require.False(t, (&alarmCase{methodBundle: b, id: rec.ID}).active(t), "out of its owner's active set")
 	})
 
 	t.Run("a registrar's schedule has no alarm state", func(t *testing.T) {

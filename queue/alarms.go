@@ -210,8 +210,8 @@ func (s *Store) ListAlarms(ctx context.Context, owner string, status model.Alarm
 }
 
 // listActiveAlarms is ListAlarms of the active alarms: it reads the
-// owner's active set, which is bounded by Config.AlarmMaxActive (plus the
-// alarms that fired or failed since it was last pruned), rather than
+// owner's active set, which is bounded by Config.AlarmMaxActive (the run
+// lifecycle and cancel take ended alarms out of it), rather than
 // walking every alarm the owner ever had.
 func (s *Store) listActiveAlarms(ctx context.Context, owner string, sh, limit int) ([]*model.ScheduleRecord, error) {
 	ids, err := s.rdb.SMembers(ctx, alarmsActiveKey(sh, owner)).Result()

@@ -134,7 +134,7 @@ const (
 const (
 	segAlarms       = "alarms:"       // ZSET alarm id -> created at, ms
 	segAlarmKeys    = "alarmkeys:"    // HASH idempotency key -> alarm id
-	segAlarmsActive = "alarmsactive:" // SET ids of alarms created active and not cancelled since
+	segAlarmsActive = "alarmsactive:" // SET ids of alarms still active: cancel and the run lifecycle remove them
 )
 
 // chanReleased is the Pub/Sub channel after a shard's prefix

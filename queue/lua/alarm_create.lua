@@ -41,10 +41,12 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {alarmCreateIDTaken, id}
 end
 
--- The active set gains an id on create and loses it on cancel; the run
--- lifecycle (fired, failed) does not touch it, so at the limit the ids
--- no longer active are dropped before counting again. That scan is paid
--- only by an owner at the limit, and is bounded by the limit.
+-- The active set gains an id on create and loses it on cancel and when
+-- the run lifecycle ends the alarm (fired, failed: alarm_lifecycle.lua).
+-- At the limit, ids no longer active that are left over (alarms that
+-- ended before the lifecycle kept the set, or were deleted) are dropped
+-- before counting again. That scan is paid only by an owner at the
+-- limit, and is bounded by the limit.
 local n = redis.call('SCARD', KEYS[6])
 if n >= limit then
   for _, m in ipairs(redis.call('SMEMBERS', KEYS[6])) do

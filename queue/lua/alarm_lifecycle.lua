@@ -19,14 +19,30 @@
 -- scheduler has planned it already. One retired by the scheduler (no fire
 -- time left, a definition that no longer compiles) is failed, with why.
 
--- alarm_of returns the kind and status of the alarm at skey, or nil when
--- skey is no alarm (or gone) or a cancelled one.
+-- alarm_of returns the kind, status and owner of the alarm at skey, or
+-- nil when skey is no alarm (or gone) or a cancelled one.
 local function alarm_of(skey)
-  local a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus)
+  local a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus, sfOwner)
   if a[1] ~= targetWake or a[3] == alarmCancelled then
     return nil
   end
-  return {kind = a[2], status = a[3] or alarmActive}
+  return {kind = a[2], status = a[3] or alarmActive, owner = a[4]}
+end
+
+-- alarm_end sets the alarm at skey (read as a, by alarm_of) to terminal
+-- status st, with last_error err unless err is nil, and takes it out of
+-- its owner's active set as cancel does, so the set holds only the alarms
+-- that may fire. The set is in the alarm's shard: skey's prefix up to its
+-- hash tag.
+local function alarm_end(skey, a, st, err)
+  redis.call('HSET', skey, afStatus, st)
+  if err then
+    redis.call('HSET', skey, afLastErr, err)
+  end
+  local pfx = string.match(skey, '^[^{]*{[^}]*}:')
+  if pfx and a.owner then
+    redis.call('SREM', pfx .. segAlarmsActive .. a.owner, string.sub(skey, #pfx + #segSched + 1))
+  end
 end
 
 -- alarm_attempt_failed counts a failed delivery of the alarm at skey that
@@ -51,7 +67,7 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed)
   if st == stSuccess then
     redis.call('HSET', skey, afLastFired, now)
     if once then
-      redis.call('HSET', skey, afStatus, alarmFired)
+      alarm_end(skey, a, alarmFired, nil)
     end
     return
   end
@@ -59,7 +75,7 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed)
     redis.call('HINCRBY', skey, afFailures, 1)
   end
   if once then
-    redis.call('HSET', skey, afStatus, alarmFailed, afLastErr, err)
+    alarm_end(skey, a, alarmFailed, err)
   elseif st == stFailed then
     redis.call('HSET', skey, afLastErr, err)
   end
@@ -70,6 +86,6 @@ end
 local function alarm_retire(skey, why)
   local a = alarm_of(skey)
   if a and a.status == alarmActive then
-    redis.call('HSET', skey, afStatus, alarmFailed, afLastErr, why)
+    alarm_end(skey, a, alarmFailed, why)
   end
 end

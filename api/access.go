@@ -34,7 +34,9 @@ var publicRoutes = map[string]bool{
 // is who the alarm belongs to, which an open API cannot tell. A service
 // token (a name for subject, with scopes, even admin) is refused there:
 // it owns no alarms. guardOwner enforces this before routeScopes is read.
-var ownerRoutes = map[string]bool{"/v1/alarms": true, "/v1/alarms/:id": true}
+var ownerRoutes = map[string]bool{"/v1/alarms": true, "/v1/alarms/:id": true,
+	// The cron tool's jobs are alarms too (crontool.go).
+	routeCronTool: true, routeCronSchema: true, routeCronImport: true, routeCronExport: true, routeMCP: true}
 
 // routeScopes is the scope each route needs, by "METHOD pattern". A
 // registered route missing here (and from ownerRoutes) needs admin, so a

@@ -163,8 +163,8 @@ func TestAccessScopes(t *testing.T) {
 	}
 	for _, r := range protectedRoutes(b) {
 		key := r[0] + " " + r[1]
-		if strings.HasPrefix(r[1], "/v1/alarms") {
-			continue // owner routes: a DID's token, no scope (alarms_test.go)
+		if ownerRoute(r[1]) {
+			continue // owner routes: a DID's token, no scope (alarms_test.go, crontool_test.go)
 		}
 		need, ok := want[key]
 		if strings.HasPrefix(r[1], api.MonitoringPath) {
@@ -339,6 +339,12 @@ func TestAccessOpenIsExplicit(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.doAuth(t, http.MethodGet, "/schedules", "").Code)
 }
 
+// ownerRoute reports whether path is an agent's own route: the alarms
+// and the cron tool, whose jobs are alarms.
+func ownerRoute(path string) bool {
+	return strings.HasPrefix(path, "/v1/alarms") || strings.HasPrefix(path, "/v1/tools/cron") || path == "/mcp"
+}
+
 // The OpenAPI document states each operation's scope as the guard
 // enforces it.
 func TestOpenAPIScopes(t *testing.T) {
@@ -363,7 +369,7 @@ func TestOpenAPIScopes(t *testing.T) {
 			if op.Owner {
 				// A DID's token, whatever its scopes (alarms_test.go).
 				require.Empty(t, op.Scope, "%s %s", method, path)
-				require.True(t, strings.HasPrefix(path, "/v1/alarms"), path)
+				require.True(t, ownerRoute(path), path)
 				continue
 			}
 			if path == "/healthz" || path == "/readyz" {

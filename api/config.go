@@ -85,6 +85,10 @@ type Config struct {
 	// loopback and an explicit --insecure only; but for the alarms,
 	// which always need an owner's token (see OwnerAuth). Default false.
 	Open bool
+	// CronToolTZ is the IANA zone the cron tool reads a cron_expr given
+	// without tz in, and a local `at` given without tz (CRON_TOOL_TZ).
+	// Default crontool.DefaultTZ (UTC).
+	CronToolTZ string
 	// OwnerAuth verifies the tokens of the alarms' routes when the API
 	// runs Open (with Auth, Auth does): an alarm belongs to the DID of a
 	// verified token, even on an open API. Nil on an open API refuses

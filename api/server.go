@@ -69,6 +69,9 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.GET("/v1/alarms", s.listAlarms)
 	e.GET("/v1/alarms/:id", s.getAlarm)
 	e.DELETE("/v1/alarms/:id", s.cancelAlarm)
+	if err := s.mountCronTool(e); err != nil {
+		return nil, err
+	}
 	if s.cfg.Auth != nil {
 		s.mountLogin(e)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/api/auth"
@@ -113,7 +114,7 @@ func (t *Tool) importJob(ctx context.Context, owner auth.DID, nj *nanobot.Job, n
 	got, deduped, err := t.store.CreateAlarm(ctx, rec)
 	if err != nil {
 		if te := userError(err); te != nil {
-			r.Outcome, r.Reason = OutcomeSkipped, te.Text
+			r.Outcome, r.Reason = OutcomeSkipped, strings.TrimPrefix(te.Text, "Error: ")
 			return nil
 		}
 		return err

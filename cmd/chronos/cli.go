@@ -24,6 +24,9 @@ type CLI struct {
 	Launcher  LauncherCmd  `cmd:"" help:"A launcher replica: an asynq server that starts runs through the executor."`
 	Preview   PreviewCmd   `cmd:"" help:"Print the next fire times of a cron expression, one RFC 3339 time a line."`
 	Token     TokenCmd     `cmd:"" help:"Mint an API token (a JWT) signed with AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY, printed on stdout."`
+	MCP       MCPCmd       `cmd:"" name:"mcp" help:"Serve the cron tool (cron_add, cron_list, cron_remove) to an MCP client over stdio, through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
+	Import    ImportCmd    `cmd:"" help:"Import jobs from another scheduler through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
+	Export    ExportCmd    `cmd:"" help:"Export jobs for another scheduler through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
 }
 
 // Common settings of every long-running command.
@@ -83,6 +86,7 @@ type APIOpts struct {
 	DefaultJitterMS      int64  `name:"default-jitter-ms" env:"DEFAULT_JITTER_MS" default:"0" help:"Jitter of schedules that name none."`
 	Monitoring           bool   `name:"monitoring" env:"MONITORING" default:"true" negatable:"" help:"Serve the asynqmon dashboard at /monitoring (read-only unless MONITORING_WRITABLE). On by default."`
 	LogHTTP              bool   `name:"log-http" env:"LOG_HTTP" help:"Log every HTTP request at info level. Otherwise requests are logged at debug, server errors at error."`
+	CronToolTZ           string `name:"cron-tool-tz" env:"CRON_TOOL_TZ" default:"UTC" help:"IANA zone in which the cron tool reads a cron_expr without tz and an ISO 'at' time without offset or tz."`
 	MonitoringWritable   bool   `name:"monitoring-writable" env:"MONITORING_WRITABLE" help:"Let the dashboard delete, run, archive and pause tasks and queues. Writes also need a token of scope admin."`
 
 	AlarmMaxFailures         int `name:"alarm-max-failures" env:"ALARM_MAX_FAILURES" default:"5" help:"max_failures of an alarm that names none: failed wake deliveries before a once alarm is failed (1 to 25)."`

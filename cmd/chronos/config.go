@@ -127,6 +127,7 @@ func apiConfig(o *APIOpts) *api.Config {
 		DefaultCatchupPolicy: model.CatchupPolicy(o.DefaultCatchupPolicy),
 		DefaultJitterMs:      o.DefaultJitterMS,
 		AccessLog:            o.LogHTTP,
+		CronToolTZ:           o.CronToolTZ,
 
 		AlarmMaxFailures:         o.AlarmMaxFailures,
 		AlarmPayloadMaxBytes:     o.AlarmPayloadMaxBytes,

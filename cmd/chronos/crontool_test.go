@@ -3,18 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/api/auth"
+	"github.com/chronos-sched/chronos/api/crontool"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
@@ -128,4 +133,68 @@ deadbeef "Past": skipped: schedule.atMs 1000 (1970-01-01T00:00:01Z) is in the pa
 	err := execute(ctx, []string{"export", "nanobot", "--url", base, "--owner", "did:matrix:user-b:keyB",
 		"--token", mintToken(t, testSecret, cronOwner, auth.ScopeSchedulesRead)}, &Env{Stdout: io.Discard, Stderr: io.Discard})
 	require.ErrorContains(t, err, "is not CHRONOS_TOKEN's sub")
+}
+
+// An at job added through the tool fires through chronos dev's scheduler
+// and launcher: its wake reaches WAKE_URL carrying the job (message,
+// name, id, deliver, channel, to), and the job leaves the list.
+func TestAtJobWakesAndIsRemoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wakes := make(chan []byte, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		wakes <- b
+	}))
+	t.Cleanup(recv.Close)
+	_, base := startInProcessAt(t, "dev", "--http-addr", "127.0.0.1:0", "--log-level", "error", "--auth-jwt-secret", testSecret,
+		"--tick-ms", "100", "--wake-url", recv.URL, "--wake-secret", testSecret)
+	cl := newAPIClient(base, mintToken(t, testSecret, cronOwner, auth.ScopeSchedulesRead))
+	call := func(args string) crontool.Result {
+		t.Helper()
+		b, err := cl.do(ctx, http.MethodPost, "/v1/tools/cron", []byte(args))
+		require.NoError(t, err)
+		var res crontool.Result
+		require.NoError(t, json.Unmarshal(b, &res))
+		return res
+	}
+	at := time.Now().Add(2 * time.Second).Truncate(time.Second).UTC().Format(time.RFC3339)
+	res := call(`{"action":"add","name":"Call mum","message":"Remind me to call mum","at":"` + at + `","channel":"telegram","to":"12345"}`)
+	require.False(t, res.IsError, res.Text)
+	id := res.Job.ID
+
+	var wake struct {
+		OwnerDID    string `json:"owner_did"`
+		Label       string `json:"label"`
+		WakeMessage string `json:"wake_message"`
+		Payload     struct {
+			JobID   string `json:"cron_job_id"`
+			Kind    string `json:"kind"`
+			Deliver bool   `json:"deliver"`
+			Channel string `json:"channel"`
+			To      string `json:"to"`
+		} `json:"payload"`
+		ScheduledFor time.Time `json:"scheduled_for"`
+	}
+	select {
+	case b := <-wakes:
+		require.NoError(t, json.Unmarshal(b, &wake), string(b))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake within 30s of the at job's time")
+	}
+	require.Equal(t, cronOwner, wake.OwnerDID)
+	require.Equal(t, "Call mum", wake.Label)
+	require.Equal(t, "Remind me to call mum", wake.WakeMessage)
+	require.Equal(t, id, wake.Payload.JobID)
+	require.Equal(t, "agent_turn", wake.Payload.Kind)
+	require.True(t, wake.Payload.Deliver)
+	require.Equal(t, "telegram", wake.Payload.Channel)
+	require.Equal(t, "12345", wake.Payload.To)
+	require.Equal(t, at, wake.ScheduledFor.UTC().Format(time.RFC3339))
+
+	// The delivery's success is recorded after the receiver answers: the
+	// job leaves the list then.
+	require.Eventually(t, func() bool { return call(`{"action":"list"}`).Text == "No scheduled jobs." },
+		10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "Job "+id+" not found", call(`{"action":"remove","job_id":"`+id+`"}`).Text)
 }

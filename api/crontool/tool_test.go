@@ -161,3 +161,26 @@ func TestParseAt(t *testing.T) {
 		require.False(t, ok, bad)
 	}
 }
+
+// Whatever a model sends, the tool answers with a text and no server
+// error, and what it creates lists back.
+func FuzzCall(f *testing.F) {
+	for _, s := range validCalls {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"action":"add","message":"\u0000","at":"2026-03-29T02:30:00","tz":"Europe/Berlin"}`))
+	f.Add([]byte(`{"action":"add","message":"m","every_seconds":1e300}`))
+	f.Add([]byte(`{"action":"add","message":"m","cron_expr":"@every 0s"}`))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		b := setup(t, "Asia/Kolkata")
+		res, err := b.tool.Call(context.Background(), ownerA, args)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Text)
+		if res.Job != nil {
+			list, err := b.tool.Call(context.Background(), ownerA, []byte(`{"action":"list"}`))
+			require.NoError(t, err)
+			require.Len(t, list.Jobs, 1)
+			require.Equal(t, res.Job.ID, list.Jobs[0].ID)
+		}
+	})
+}

@@ -165,8 +165,8 @@ func (c cronStore) CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (
 	return got, deduped, err
 }
 
-func (c cronStore) ListAlarms(ctx context.Context, owner string) ([]*model.ScheduleRecord, error) {
-	return c.s.store.ListAlarms(ctx, owner, "", queue.AlarmListMax)
+func (c cronStore) ListAlarms(ctx context.Context, owner string, status model.AlarmStatus) ([]*model.ScheduleRecord, error) {
+	return c.s.store.ListAlarms(ctx, owner, status, queue.AlarmListMax)
 }
 
 func (c cronStore) CancelAlarm(ctx context.Context, owner, id string) error {

@@ -17,6 +17,8 @@ type fakeStore struct {
 	now    func() time.Time
 	alarms []*model.ScheduleRecord
 	seq    int
+	// limit bounds a list, as the store's does (0: none).
+	limit int
 }
 
 func (f *fakeStore) CreateAlarm(_ context.Context, rec *model.ScheduleRecord) (*model.ScheduleRecord, bool, error) {
@@ -52,15 +54,18 @@ func (f *fakeStore) setNext(c *model.ScheduleRecord) {
 	}
 }
 
-func (f *fakeStore) ListAlarms(_ context.Context, owner string) ([]*model.ScheduleRecord, error) {
+func (f *fakeStore) ListAlarms(_ context.Context, owner string, status model.AlarmStatus) ([]*model.ScheduleRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*model.ScheduleRecord
 	for _, a := range f.alarms {
-		if a.Owner == owner {
+		if a.Owner == owner && a.Alarm.Status == status {
 			f.setNext(a)
-			out = append(out, clone(a))
+			out = append([]*model.ScheduleRecord{clone(a)}, out...) // newest first
 		}
+	}
+	if f.limit > 0 && len(out) > f.limit {
+		out = out[:f.limit]
 	}
 	return out, nil
 }

@@ -198,7 +198,8 @@ func (t *Tool) fromNanobot(nj *nanobot.Job, now time.Time) (j *Job, reason, note
 // and `at` jobs deleted after their run are not in it. Jobs come in the
 // order nanobot appends them: as they were added or imported.
 func (t *Tool) Export(ctx context.Context, owner auth.DID) (*nanobot.File, error) {
-	jobs, err := t.Jobs(ctx, owner)
+	// Cancelled jobs were removed: not listed at all.
+	jobs, err := t.Jobs(ctx, owner, model.AlarmActive, model.AlarmFired, model.AlarmFailed)
 	if err != nil {
 		return nil, err
 	}

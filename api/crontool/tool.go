@@ -22,8 +22,9 @@ type Store interface {
 	// already has an alarm with rec's idempotency key, it creates
 	// nothing and returns that alarm with deduped set.
 	CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (alarm *model.ScheduleRecord, deduped bool, err error)
-	// ListAlarms lists the owner's alarms of every status.
-	ListAlarms(ctx context.Context, owner string) ([]*model.ScheduleRecord, error)
+	// ListAlarms lists the owner's alarms in status, newest first, as
+	// many as it keeps in one list (the API's store: 500).
+	ListAlarms(ctx context.Context, owner string, status model.AlarmStatus) ([]*model.ScheduleRecord, error)
 	// CancelAlarm cancels the owner's alarm id.
 	CancelAlarm(ctx context.Context, owner, id string) error
 	// PauseAlarm pauses (or resumes) the owner's active alarm id.
@@ -273,17 +274,22 @@ func (t *Tool) add(ctx context.Context, owner auth.DID, a Args) (*Result, error)
 	return nil, fmt.Errorf("no free job id for %s after %d draws", owner.Raw, addTries)
 }
 
-// Jobs lists the owner's jobs of every status, in the order nanobot
-// appends them: as they were added or imported.
-func (t *Tool) Jobs(ctx context.Context, owner auth.DID) ([]*Job, error) {
-	recs, err := t.store.ListAlarms(ctx, owner.Raw)
-	if err != nil {
-		return nil, err
-	}
+// Jobs lists the owner's jobs whose alarms are in one of statuses, in
+// the order nanobot appends them: as they were added or imported. Each
+// status is listed apart, so the alarms an owner has fired or cancelled
+// over time (which chronos keeps) never crowd active jobs out of the
+// store's bounded list.
+func (t *Tool) Jobs(ctx context.Context, owner auth.DID, statuses ...model.AlarmStatus) ([]*Job, error) {
 	var jobs []*Job
-	for _, r := range recs {
-		if j, ok := FromAlarm(r); ok {
-			jobs = append(jobs, j)
+	for _, st := range statuses {
+		recs, err := t.store.ListAlarms(ctx, owner.Raw, st)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if j, ok := FromAlarm(r); ok {
+				jobs = append(jobs, j)
+			}
 		}
 	}
 	sortForExport(jobs)
@@ -291,7 +297,7 @@ func (t *Tool) Jobs(ctx context.Context, owner auth.DID) ([]*Job, error) {
 }
 
 func (t *Tool) list(ctx context.Context, owner auth.DID) (*Result, error) {
-	all, err := t.Jobs(ctx, owner)
+	all, err := t.Jobs(ctx, owner, model.AlarmActive)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +330,7 @@ func (t *Tool) remove(ctx context.Context, owner auth.DID, id string) (*Result, 
 	if id == "" {
 		return errResult(&Error{Text: errJobIDRequired}), nil
 	}
-	jobs, err := t.Jobs(ctx, owner)
+	jobs, err := t.Jobs(ctx, owner, model.AlarmActive)
 	if err != nil {
 		return nil, err
 	}

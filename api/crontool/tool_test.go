@@ -127,6 +127,23 @@ func TestAddListRemove(t *testing.T) {
 	require.Equal(t, "No scheduled jobs.", other.Text)
 }
 
+// The alarms of at jobs that ran are kept, fired: however many there
+// are, they never crowd the active jobs out of the store's bounded list.
+func TestFiredAlarmsDoNotHideJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "UTC")
+	b.store.limit = 2
+	every := b.add(t, `{"action":"add","message":"Drink water","every_seconds":3600}`)
+	for range 3 {
+		id := b.add(t, `{"action":"add","message":"Once","at":"2026-03-01T10:00:00Z"}`)
+		b.store.fire(ownerA.Raw, id)
+	}
+	res := b.call(t, `{"action":"list"}`)
+	require.Len(t, res.Jobs, 1)
+	require.Equal(t, every, res.Jobs[0].ID)
+	require.Equal(t, "Removed job "+every, b.call(t, `{"action":"remove","job_id":"`+every+`"}`).Text)
+}
+
 func TestDefaultNameCountsCharacters(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "短い", defaultName("短い"))

@@ -205,7 +205,10 @@ func FromAlarm(rec *model.ScheduleRecord) (*Job, bool) {
 		t := time.UnixMilli(*p.LastRunAtMs).UTC()
 		j.LastRunAt = &t
 	}
-	// chronos's own runs supersede the imported state.
+	// chronos's own runs supersede the imported state. An alarm keeps
+	// its last_error after later deliveries succeed, and does not say
+	// when it failed: so the job's last status is "error" only when the
+	// alarm failed or never delivered a wake.
 	if rec.Alarm.LastFiredAt != nil {
 		t := rec.Alarm.LastFiredAt.UTC()
 		j.LastRunAt = &t
@@ -213,8 +216,12 @@ func FromAlarm(rec *model.ScheduleRecord) (*Job, bool) {
 		j.LastStatus, j.LastError = &ok, nil
 	}
 	if rec.Alarm.LastError != "" {
-		e, st := rec.Alarm.LastError, "error"
-		j.LastError, j.LastStatus = &e, &st
+		e := rec.Alarm.LastError
+		j.LastError = &e
+		if rec.Alarm.LastFiredAt == nil || j.Status == model.AlarmFailed {
+			st := "error"
+			j.LastStatus = &st
+		}
 	}
 	return j, true
 }

@@ -21,6 +21,9 @@ const (
 type PreviewResponse struct {
 	// FireTimes are RFC 3339 instants in UTC, whole seconds, ascending.
 	FireTimes []string `json:"fire_times"`
+	// Explain is the expression in words, such as "At 09:00, Monday
+	// through Friday, in America/New_York".
+	Explain string `json:"explain"`
 }
 
 // preview lists the next fire times of a cron expression:
@@ -53,7 +56,7 @@ func (s *server) preview(c echo.Context) error {
 		return fieldError("cron_expr", "%s", err.Error())
 	}
 	times := model.Preview(sched, after, count)
-	out := PreviewResponse{FireTimes: make([]string, len(times))}
+	out := PreviewResponse{FireTimes: make([]string, len(times)), Explain: model.Explain(sched)}
 	for i, t := range times {
 		out.FireTimes[i] = t.UTC().Truncate(time.Second).Format(time.RFC3339)
 	}

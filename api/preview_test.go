@@ -158,3 +158,20 @@ func FuzzPreview(f *testing.F) {
 		}
 	})
 }
+
+func TestPreviewExplain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for q, want := range map[string]string{
+		"0 9 * * 1-5": "At 09:00, Monday through Friday, in America/New_York",
+		"@every 90m":  "Every 90 minutes",
+	} {
+		got := ok[api.PreviewResponse](t, b, http.StatusOK, http.MethodGet,
+			previewPath(map[string]string{"cron_expr": q, "timezone": "America/New_York", "count": "1"}), nil)
+		require.Equal(t, want, got.Explain)
+		require.Len(t, got.FireTimes, 1)
+	}
+	got := ok[api.PreviewResponse](t, b, http.StatusOK, http.MethodGet,
+		previewPath(map[string]string{"cron_expr": "0 9 1 * 1", "dialect": "posix", "count": "1"}), nil)
+	require.Equal(t, "At 09:00, on day 1 of the month or on Monday, in UTC", got.Explain)
+}

@@ -54,6 +54,9 @@ type ScheduleDetail struct {
 	ScheduleView
 	// Preview is the next fire times after now; empty unless active.
 	Preview []time.Time `json:"preview"`
+	// Explain is the schedule's timing in words; empty when the stored
+	// record does not compile.
+	Explain string `json:"explain"`
 	// RecentRuns are the newest runs, newest first.
 	// LastRun is the newest run whose time has come; nil before the first.
 	LastRun *LastRun `json:"last_run"`
@@ -281,10 +284,13 @@ func (s *server) getSchedule(c echo.Context) error {
 		return err
 	}
 	d := ScheduleDetail{ScheduleView: view(rec), Preview: []time.Time{}, RecentRuns: []*model.Run{}}
-	if d.State == StateActive {
-		if sched, err := rec.Compile(); err != nil {
+	if sched, err := rec.Compile(); err != nil {
+		if d.State == StateActive {
 			s.log.WarnContext(ctx, "stored schedule does not compile", slog.String("schedule_id", id), slog.String("error", err.Error()))
-		} else {
+		}
+	} else {
+		d.Explain = model.Explain(sched)
+		if d.State == StateActive {
 			d.Preview = model.Preview(sched, s.store.Clock().Now(), SchedulePreviewCount)
 		}
 	}

@@ -784,3 +784,15 @@ func TestACraftedCursorIsRejected(t *testing.T) {
 	page := ok[api.ScheduleList](t, b, http.StatusOK, http.MethodGet, "/schedules?limit=500&cursor="+url.QueryEscape(cur), nil)
 	require.Len(t, page.Schedules, 2)
 }
+
+// TestGetScheduleExplain: GET /schedules/:id says the schedule's timing in
+// words, also while it is paused.
+func TestGetScheduleExplain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	upsert(t, b, schedule("s1"))
+	want := `"explain":"At 09:00, in America/New_York"`
+	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String(), want)
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true}).Code)
+	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String(), want)
+}

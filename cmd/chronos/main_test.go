@@ -25,7 +25,8 @@ func TestPreviewCommand(t *testing.T) {
 		"--after", "2026-03-06T00:00:00Z", "--count", "3"}, &Env{Stdout: &out, Stderr: io.Discard})
 	require.NoError(t, err)
 	// Friday before DST (EST), then Monday after it (EDT).
-	require.Equal(t, "2026-03-06T14:00:00Z\n2026-03-09T13:00:00Z\n2026-03-10T13:00:00Z\n", out.String())
+	require.Equal(t, "At 09:00, Monday through Friday, in America/New_York\n"+
+		"2026-03-06T14:00:00Z\n2026-03-09T13:00:00Z\n2026-03-10T13:00:00Z\n", out.String())
 }
 
 func TestPreviewCommandRejectsBadInput(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// PreviewCmd prints the next fire times of a cron expression.
+// PreviewCmd prints a cron expression in words, then its next fire times.
 type PreviewCmd struct {
 	Cron    string `name:"cron" required:"" help:"Cron expression, e.g. \"0 9 * * 1-5\"."`
 	TZ      string `name:"tz" help:"IANA time zone (default UTC)."`
@@ -35,6 +35,7 @@ func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(env.Stdout, model.Explain(s))
 	for _, t := range model.Preview(s, after, c.Count) {
 		fmt.Fprintln(env.Stdout, t.UTC().Format(time.RFC3339))
 	}

@@ -84,8 +84,10 @@ const (
 // asynq's task hash field the scripts read, and the state of a task a
 // server holds (asynq v0.26's layout; see queue/asynqwire).
 const (
-	taskState  = "state"
-	taskActive = "active"
+	taskState     = "state"
+	taskActive    = "active"
+	taskPending   = "pending"   // runnable, in the queue's pending list
+	taskScheduled = "scheduled" // waiting for its time in the scheduled set
 )
 
 // Fields of a run hash (chronos:{sNN}:run:<idempotency key>). Times are
@@ -250,7 +252,7 @@ var luaNames = []struct {
 	{"afPayload", afPayload}, {"afIdempotency", afIdempotency}, {"afMaxFailures", afMaxFailures},
 	{"afStatus", afStatus}, {"afFailures", afFailures}, {"afLastErr", afLastErr}, {"afLastFired", afLastFired},
 	{"alarmActive", alarmActive}, {"alarmFired", alarmFired}, {"alarmCancelled", alarmCancelled},
-	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"kindOnce", kindOnce}, {"taskState", taskState}, {"taskActive", taskActive},
+	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"kindOnce", kindOnce}, {"taskState", taskState}, {"taskActive", taskActive}, {"taskPending", taskPending}, {"taskScheduled", taskScheduled},
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},

@@ -98,8 +98,8 @@ var foreignLibs = map[string]string{"enqueue_task": asynqwire.EnqueueLua}
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
 	upsertScript         = loadScript("upsert", "unhold", "run_record")
-	pauseScript          = loadScript("pause")
-	deleteScript         = loadScript("delete")
+	pauseScript          = loadScript("pause", "unhold", "release", "run_record", "settle")
+	deleteScript         = loadScript("delete", "run_record", "settle")
 	readDueScript        = loadReadOnlyScript("read_due")
 	commitScript         = loadScript("commit", "enqueue_task", "run_record", "alarm_lifecycle")
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle")

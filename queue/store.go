@@ -329,8 +329,10 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 			score = strconv.FormatInt(ms(t.Add(-s.ActLead(rec))), 10)
 		}
 	}
-	res, err := pauseScript.Run(ctx, s.rdb, []string{scheduleKey(sh, id), dueKey(sh)},
-		id, boolArg(paused), nextMS, score, h[sfVer], ms(now)).Int()
+	q := s.tasks.Keys()
+	res, err := pauseScript.Run(ctx, s.rdb,
+		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()},
+		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}
@@ -341,9 +343,10 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 // retention. An agent's alarm is ErrNotFound: its owner cancels it.
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
+	q := s.tasks.Keys()
 	n, err := deleteScript.Run(ctx, s.rdb,
-		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id)},
-		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text()).Int()
+		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
+		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text(), ms(s.clock.Now()), q.TaskPrefix()).Int()
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}

@@ -158,6 +158,78 @@ func (s *sim) recreated(sc *simSched) {
 	}
 }
 
+// waiting returns the runs of sc's current history that no launcher has
+// touched: ENQUEUED with no failed executor attempt (the simulated
+// launcher never holds a task). Pausing or deleting sc settles them
+// (settle.lua). Their status is read from the store: a run lost under
+// "allow" is not refreshed, and may have ended since as a run planned
+// again under skip or queue.
+func (s *sim) waiting(sc *simSched) []*simRun {
+	var out []*simRun
+	for k := range sc.known {
+		r := s.runs[k]
+		if r == nil || r.sid != sc.id {
+			continue
+		}
+		v, err := s.rdb.HMGet(s.ctx, fmt.Sprintf("chronos:{s%02d}:run:%s", queue.ShardOf(sc.id, simShards), k), "st", "att").Result()
+		s.noErr(err, "read run")
+		if st, _ := v[0].(string); st != string(model.RunEnqueued) {
+			continue
+		}
+		if att, _ := v[1].(string); att != "" && att != "0" {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *simRun) int { return a.runAt.Compare(b.runAt) })
+	return out
+}
+
+// settled checks what pausing or deleting sc did to the runs waiting
+// beforehand, and updates the model: one for a time after now is gone,
+// record, task and history entry, so a resumed or re-created schedule
+// can plan that time afresh; one due is SKIPPED with why, its task left
+// to find it ended. Then no run of sc ahead of now is ENQUEUED unless a
+// launcher tried it.
+func (s *sim) settled(sc *simSched, wait []*simRun, why string) {
+	now := s.now()
+	for _, r := range wait {
+		got, err := s.store.GetScheduleRun(s.ctx, sc.id, r.key)
+		if r.runAt.After(now) {
+			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+r.key).Val()
+			inHist := s.rdb.ZScore(s.ctx, historyKey(sc.id), r.key).Err() == nil
+			if !errors.Is(err, queue.ErrNotFound) || task != 0 || inHist {
+				s.fail("run %s of %s, ahead of its schedule's %q, was not removed (record: %v, task: %d, in history: %v)",
+					r.runAt.Format(time.RFC3339), sc.id, why, err, task, inHist)
+			}
+			delete(s.runs, r.key)
+			delete(sc.known, r.key)
+			if r.task {
+				s.enqueued--
+			}
+			s.logf("removed run %s of %s", r.runAt.Format("15:04:05"), sc.id)
+			s.stats["removed on pause or delete"]++
+			continue
+		}
+		s.noErr(err, "read run")
+		if got.Status != model.RunSkipped || got.Error != why {
+			s.fail("run %s of %s, due at its schedule's %q, is %s (%q), not SKIPPED", r.runAt.Format(time.RFC3339), sc.id, why, got.Status, got.Error)
+		}
+		r.status = got.Status
+		s.stats["skipped on pause or delete"]++
+	}
+	for k := range sc.known {
+		r := s.runs[k]
+		if r == nil || r.sid != sc.id || !r.runAt.After(now) {
+			continue
+		}
+		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
+		if err == nil && got.Status == model.RunEnqueued && got.Attempts == 0 {
+			s.fail("run %s of %s is still ENQUEUED after %q", r.runAt.Format(time.RFC3339), sc.id, why)
+		}
+	}
+}
+
 // setState records sc's new state, reading what the store keeps (anchor,
 // rs) from its hash.
 func (s *sim) setState(sc *simSched, st simState) {
@@ -250,9 +322,13 @@ func (s *sim) operate(sc *simSched) {
 		rec.NextRunAt, rec.Paused = nil, false
 		s.upsert(sc, rec) // the same body: changes nothing
 	case x < 0.7:
+		wait := s.waiting(sc)
 		_, err := s.store.SetPaused(s.ctx, sc.id, true)
 		s.noErr(err, "pause")
 		s.logf("pause %s", sc.id)
+		if !sc.cur.paused {
+			s.settled(sc, wait, "schedule paused before the run started")
+		}
 		s.setState(sc, sc.cur)
 	case x < 0.9:
 		_, err := s.store.SetPaused(s.ctx, sc.id, false)
@@ -265,8 +341,10 @@ func (s *sim) operate(sc *simSched) {
 		s.logf("resume %s", sc.id)
 		s.setState(sc, st)
 	default:
+		wait := s.waiting(sc)
 		s.noErr(s.store.DeleteSchedule(s.ctx, sc.id), "delete")
 		s.logf("delete %s", sc.id)
+		s.settled(sc, wait, "schedule deleted before the run started")
 		st := sc.cur
 		st.exists, st.paused = false, false
 		s.setState(sc, st)

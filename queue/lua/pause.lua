@@ -1,7 +1,13 @@
 -- Pause or resume a schedule. Resuming does not catch up on the paused time:
--- the schedule continues at its next fire time after now.
+-- the schedule continues at its next fire time after now. Pausing settles
+-- the runs no launcher has taken yet (settle.lua), in the same step: the
+-- schedule never shows a run queued ahead that will not run.
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> due zset
+-- KEYS[3] -> in-flight zset
+-- KEYS[4] -> run history zset of the schedule
+-- KEYS[5] -> asynq:{<queue>}:pending
+-- KEYS[6] -> asynq:{<queue>}:scheduled
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> "1" pause, "0" resume
 -- ARGV[3] -> on resume: next fire time in ms after now ("" = none)
@@ -9,10 +15,13 @@
 -- ARGV[5] -> on resume: the definition version ARGV[3] was computed from
 -- ARGV[6] -> now, ms: on resume, kept as rs (resumed at), before which no
 --            run of the schedule's new next time fires (see DueSchedule)
+-- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
+-- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- Output: pauseNotFound, pauseStale (the definition changed since: read
 -- it again), pauseSame (already in that state) or pauseChanged. An
 -- agent's alarm is not the registrar's to pause: it is not found.
-local id, pause, nextAt, score, ver, now = ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local id, pause, nextAt, score, ver, now, rpfx, tpfx =
+  ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return pauseNotFound
 end
@@ -21,6 +30,15 @@ if pause then
   if st[1] then return pauseSame end
   redis.call('HSET', KEYS[1], sfPaused, flagSet)
   redis.call('ZADD', KEYS[2], '+inf', id)
+  -- A run in flight that settles never ran: the schedule is freed of it
+  -- as a launcher skipping it would (release.lua, paused: the hold is
+  -- cleared and resume plans the next time).
+  local settled = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[5], KEYS[6], now,
+    'schedule paused before the run started')
+  local infl = redis.call('HGET', KEYS[1], sfInflight)
+  if infl and settled[infl] then
+    release(KEYS[1], id, KEYS[2], KEYS[3], true, now)
+  end
   return pauseChanged
 end
 if not st[1] then return pauseSame end

@@ -92,7 +92,7 @@ if not exists then
     if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= taskActive then
       if tonumber(r[2] or '0') > tonumber(now) then
         if state and (r[1] == stEnqueued or redis.call('EXISTS', mpfx .. k) == 0) then
-          if state == 'pending' then
+          if state == taskPending then
             redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
           elseif lists[state] then
             redis.call('ZREM', lists[state], k)

@@ -83,11 +83,14 @@ func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
 	require.NoError(t, err)
 }
 
-// skipWhilePaused pauses schedule id, records its run key SKIPPED as a
-// launcher does while the schedule is paused, and resumes it.
+// skipWhilePaused has a launcher take run key of schedule id (its task
+// active, so pausing leaves the run to it), pauses the schedule, records
+// the run SKIPPED as that launcher does while the schedule is paused, and
+// resumes it.
 func (b *testBundle) skipWhilePaused(t *testing.T, id, key string) {
 	t.Helper()
 	ctx := context.Background()
+	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+key, "state", "active").Err())
 	_, err := b.store.SetPaused(ctx, id, true)
 	require.NoError(t, err)
 	b.report(t, id, key, model.RunSkipped)

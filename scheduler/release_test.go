@@ -251,13 +251,16 @@ func TestARecreatedSchedulePlansAgainATimeALauncherSkippedAhead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, model.RunSkipped, r.Status, "the manual run has the key")
 
+	// A launcher takes at(i-1) early (moved ahead from the dashboard), so
+	// the delete leaves it to that launcher, which skips it: its schedule
+	// is gone.
+	tkey := "asynq:{chronos}:t:" + skipped
+	require.NoError(t, b.rdb.HSet(ctx, tkey, "state", "active").Err())
 	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
-	// A launcher takes at(i-1) early and skips it: its schedule is gone.
 	r, err = b.store.UpdateRunStatus(ctx, skipped, queue.StatusUpdate{Status: model.RunSkipped, From: model.RunEnqueued,
 		Error: "schedule deleted"})
 	require.NoError(t, err)
 	require.Equal(t, model.RunSkipped, r.Status)
-	tkey := "asynq:{chronos}:t:" + skipped
 	require.NoError(t, b.rdb.ZRem(ctx, "asynq:{chronos}:scheduled", skipped).Err())
 	require.NoError(t, b.rdb.HSet(ctx, tkey, "state", "completed").Err())
 	require.NoError(t, b.rdb.ZAdd(ctx, "asynq:{chronos}:completed", redis.Z{Score: float64(at(i + 100).Unix()), Member: skipped}).Err())

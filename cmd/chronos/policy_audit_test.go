@@ -256,8 +256,10 @@ func (a *policyAudit) noRunFiresBeforeItsJitter(sa *scheduleAudit) {
 }
 
 // pausesAndTimingChangesHold checks that no run reaches the executor while
-// its schedule is paused, and that after a timing change only the new
-// timing's fire times reach it.
+// its schedule is paused, that a pause leaves no run queued ahead whose
+// fire time had not come (it removes them in the same step, so none shows
+// ENQUEUED), and that after a timing change only the new timing's fire
+// times reach it.
 func (a *policyAudit) pausesAndTimingChangesHold(sa *scheduleAudit) {
 	t, s, events := a.t, sa.s, sa.events
 	t.Helper()
@@ -293,6 +295,19 @@ func (a *policyAudit) pausesAndTimingChangesHold(sa *scheduleAudit) {
 				require.Fail(t, "run reached the executor while its schedule was paused",
 					"run of %s at %s reached the executor at %s, while the schedule was paused (%s to %s)",
 					s.id, call.runAt.Format(time.TimeOnly), call.at.Format(time.TimeOnly+".000"), ev.done.Format(time.TimeOnly+".000"), until.Format(time.TimeOnly+".000"))
+			}
+			// A run created before the pause began, for a time after it
+			// returned, whose task no launcher could take yet (its fire
+			// time policyInFlight later still), was settled by the pause:
+			// removed, so no record of it remains. One planned again
+			// after a resume is created after it.
+			for _, r := range sa.rs {
+				if r.cr.Before(ev.begin) && r.at.After(ev.done) && r.fire.After(ev.done.Add(policyInFlight)) {
+					require.Fail(t, "a pause left a run queued ahead",
+						"run of %s at %s (fire %s, created %s, %s %q) outlived the pause of %s to %s",
+						s.id, r.at.Format(time.TimeOnly), r.fire.Format(time.TimeOnly+".000"), r.cr.Format(time.TimeOnly+".000"),
+						r.st, r.err, ev.begin.Format(time.TimeOnly+".000"), ev.done.Format(time.TimeOnly+".000"))
+				}
 			}
 		case "upsert":
 			_, in := after(i, "upsert")

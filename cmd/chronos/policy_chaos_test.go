@@ -43,8 +43,9 @@ import (
 //     a run of its schedule that was in flight when it was planned;
 //   - after the chaos, every skip and queue schedule keeps producing runs,
 //     and no run stays in flight past RUN_TIMEOUT;
-//   - a paused schedule reaches the executor with no run; after a timing
-//     change, only fire times of the new timing do;
+//   - a paused schedule reaches the executor with no run, and keeps no
+//     run queued ahead that no launcher could hold (the pause removed
+//     it); after a timing change, only fire times of the new timing do;
 //   - stable schedules (never paused nor changed): fire_immediately and
 //     spread have a record for every fire time; none and latest drop only
 //     fire times of the outage, none never enqueues a missed run and latest

@@ -39,8 +39,9 @@
 // literals out. Code several scripts need is a library loadScript puts
 // before them: run_record.lua creates and ends run records and says
 // whether a key is taken, unhold.lua and release.lua end holds and
-// in-flight runs, alarm_lifecycle.lua moves an alarm's state with its
-// runs' ends and failed deliveries. No script reads Redis's clock: now is
+// in-flight runs, settle.lua settles the runs of a schedule paused or
+// deleted that no launcher has taken, alarm_lifecycle.lua moves an
+// alarm's state with its runs' ends and failed deliveries. No script reads Redis's clock: now is
 // an argument.
 //
 // status.lua publishes the id of a schedule it made due at once, a
@@ -96,8 +97,18 @@
 //
 //   - pause.lua pauses (paused = 1, score +inf) and resumes: next becomes
 //     the next fire time after now, rs = now, rel is cleared. A run in
-//     flight stays in flight; one held stays held until it ends, then
-//     release.lua only clears held.
+//     flight that a launcher has taken stays in flight; one held stays
+//     held until it ends, then release.lua only clears held.
+//   - pause.lua, pausing, settles the runs no launcher has taken
+//     (settle.lua): ENQUEUED, no failed executor attempt, the task
+//     pending or scheduled. One for a time after now is removed, record,
+//     task and history entry; one due is recorded SKIPPED with the
+//     reason. The run in flight so settled is released (release.lua:
+//     inflight and held cleared), so resume plans with nothing in flight.
+//   - A removed run's time is planned afresh if resume comes before it.
+//     Removal, not SKIPPED: commit.lua keeps the record of a run planned
+//     again, so a SKIPPED one would skip a time the resumed schedule
+//     plans.
 //   - upsert.lua changing the overlap policy away from "queue" ends a
 //     hold (unhold.lua): a next already due waited, and is released; the
 //     run stays in flight. A new timing replaces next and clears rel.
@@ -106,8 +117,9 @@
 //   - commit.lua also cuts a plan short when the run it would put in
 //     flight has ended already: the schedule is released at that run's
 //     time (rel = 1, due at once).
-//   - delete.lua removes the hash and its due and in-flight members; the
-//     run records expire after the retention.
+//   - delete.lua removes the hash and its due and in-flight members,
+//     settles the runs no launcher has taken as pause.lua does, and the
+//     other run records expire after the retention.
 //
 // inflight, held and rel stay three fields rather than one phase field:
 // the phases overlap (held implies in flight, a paused schedule keeps its

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -27,9 +28,16 @@ const settleShards = 4
 
 var settleStart = time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC)
 
-func setupSettle(t *testing.T) *settleBundle {
+// setupSettle starts a real redis-server, or miniredis (which chronos dev
+// embeds) when mini.
+func setupSettle(t *testing.T, mini bool) *settleBundle {
 	t.Helper()
-	rdb := queuetest.StartRedis(t).Client(t)
+	var rdb *redis.Client
+	if mini {
+		rdb = (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
+	} else {
+		rdb = queuetest.StartRedis(t).Client(t)
+	}
 	clock := queue.NewSimClock(settleStart)
 	store, err := queue.NewStore(context.Background(), rdb, clock, &queue.Config{Shards: settleShards, Lookahead: time.Minute})
 	require.NoError(t, err)
@@ -69,19 +77,22 @@ func (b *settleBundle) inHistory(id, key string) bool {
 // to find it ended; one ahead of its time is removed, record, task and
 // history entry. A run a launcher holds (its task active) is left to that
 // launcher, and a manual run that took one of the keys keeps its run and
-// its task.
+// its task. On Redis, and on miniredis, which chronos dev embeds.
 func TestPauseAndDeleteSettleQueuedRuns(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		op, why string
+		mini    bool
 	}{
-		{"pause", "schedule paused before the run started"},
-		{"delete", "schedule deleted before the run started"},
+		{"pause", "schedule paused before the run started", false},
+		{"delete", "schedule deleted before the run started", false},
+		{"pause", "schedule paused before the run started", true},
+		{"delete", "schedule deleted before the run started", true},
 	} {
-		t.Run(c.op, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/miniredis=%v", c.op, c.mini), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := setupSettle(t)
+			b := setupSettle(t, c.mini)
 			at := func(s int) time.Time { return settleStart.Add(time.Duration(s) * time.Second) }
 			key := func(s int) string { return model.IdempotencyKey("s", at(s)) }
 			// "run the 00:00:30 run now", before the scheduler plans it
@@ -135,7 +146,7 @@ func TestPauseAndDeleteSettleQueuedRuns(t *testing.T) {
 func TestAResumedSchedulePlansAgainTheTimesItsPauseRemoved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupSettle(t)
+	b := setupSettle(t, false)
 	b.upsert(t, "s", "*/10 * * * * *", model.OverlapAllow)
 	b.tickAt(t, settleStart.Add(time.Second))
 	k40 := model.IdempotencyKey("s", settleStart.Add(40*time.Second))
@@ -167,7 +178,7 @@ func TestAResumedSchedulePlansAgainTheTimesItsPauseRemoved(t *testing.T) {
 func TestPauseFreesTheScheduleOfTheRunInFlightItSettles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupSettle(t)
+	b := setupSettle(t, false)
 	b.upsert(t, "k", "* * * * *", model.OverlapSkip)
 	b.tickAt(t, settleStart.Add(time.Minute))
 	k1 := model.IdempotencyKey("k", settleStart.Add(time.Minute))

@@ -92,11 +92,11 @@
 //
 //	GET    /healthz                            200 {"status":"ok"}
 //	GET    /readyz                             200 {"status":"ok"} | 503
-//	GET    /v1/preview                         200 {"fire_times":[...]} | 400
+//	GET    /v1/preview                         200 {"fire_times","explain","times","skipped"} | 400
 //	POST   /schedules/upsert                   200 {"schedule_id","next_run_at","created","changed","state"} | 400
 //	POST   /schedules/pause                    200 schedule | 400 | 404 | 409
 //	GET    /schedules                          200 {"schedules":[...],"next_cursor"} | 400
-//	GET    /schedules/:id                      200 schedule + preview + recent_runs | 400 | 404
+//	GET    /schedules/:id                      200 schedule + preview + explain + recent_runs | 400 | 404
 //	DELETE /schedules/:id                      204 | 400 | 404
 //	GET    /schedules/:id/runs                 200 {"runs":[...]} | 400 | 404
 //	GET    /runs/:idempotency_key              200 run | 400 | 404
@@ -131,7 +131,8 @@
 // A schedule's "state" is paused when paused, completed when it has no
 // next fire time, and active otherwise; its "next_run_at" is null unless
 // active. GET /schedules/:id adds "preview", the next five fire times after
-// now ([] unless active), and "recent_runs", newest first.
+// now ([] unless active), "explain", its timing in words, and
+// "recent_runs", newest first.
 //
 // GET /schedules pages in no particular order; following next_cursor
 // until it is "" visits every schedule present for the whole walk once;

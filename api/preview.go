@@ -24,6 +24,32 @@ type PreviewResponse struct {
 	// Explain is the expression in words, such as "At 09:00, Monday
 	// through Friday, in America/New_York".
 	Explain string `json:"explain"`
+	// Times are FireTimes again, each with its wall clock in the zone and
+	// a note where a DST change touches it.
+	Times []PreviewTime `json:"times"`
+	// Skipped are the local times the expression matches that clocks
+	// skipped between after and the last fire time, earliest first, at
+	// most count of them.
+	Skipped []PreviewSkipped `json:"skipped"`
+}
+
+// PreviewTime is one fire time of GET /v1/preview.
+type PreviewTime struct {
+	// At is the RFC 3339 instant in UTC, as in fire_times.
+	At string `json:"at"`
+	// Local is At in the zone, RFC 3339 with the zone's offset.
+	Local string `json:"local"`
+	// DST is "repeated" when Local's wall clock happens twice, on the
+	// night clocks fall back; both instants fire. Omitted otherwise.
+	DST model.DSTNote `json:"dst,omitempty"`
+}
+
+// PreviewSkipped is a local time that did not fire.
+type PreviewSkipped struct {
+	// Local is the wall clock, with no offset: it never happened.
+	Local string `json:"local"`
+	// Reason is "dst_gap": clocks sprang forward over it.
+	Reason string `json:"reason"`
 }
 
 // preview lists the next fire times of a cron expression:
@@ -34,7 +60,8 @@ func (s *server) preview(c echo.Context) error {
 		return fieldError("cron_expr", "is required")
 	}
 	tz := c.QueryParam("timezone")
-	if _, err := model.LoadZone(tz); err != nil {
+	loc, err := model.LoadZone(tz)
+	if err != nil {
 		return fieldError("timezone", "%s", err.Error())
 	}
 	dialect, err := parseDialect(c.QueryParam("dialect"))
@@ -55,10 +82,20 @@ func (s *server) preview(c echo.Context) error {
 	if err != nil {
 		return fieldError("cron_expr", "%s", err.Error())
 	}
-	times := model.Preview(sched, after, count)
-	out := PreviewResponse{FireTimes: make([]string, len(times)), Explain: model.Explain(sched)}
-	for i, t := range times {
-		out.FireTimes[i] = t.UTC().Truncate(time.Second).Format(time.RFC3339)
+	p := model.PreviewDST(sched, loc, after, count)
+	out := PreviewResponse{
+		FireTimes: make([]string, len(p.Times)),
+		Explain:   model.Explain(sched),
+		Times:     make([]PreviewTime, len(p.Times)),
+		Skipped:   make([]PreviewSkipped, len(p.Skipped)),
+	}
+	for i, t := range p.Times {
+		at := t.At.UTC().Truncate(time.Second).Format(time.RFC3339)
+		out.FireTimes[i] = at
+		out.Times[i] = PreviewTime{At: at, Local: t.Local.Format(time.RFC3339), DST: t.DST}
+	}
+	for i, sk := range p.Skipped {
+		out.Skipped[i] = PreviewSkipped{Local: sk.Local, Reason: sk.Reason}
 	}
 	return c.JSON(http.StatusOK, out)
 }

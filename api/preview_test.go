@@ -148,6 +148,12 @@ func FuzzPreview(f *testing.F) {
 			var got api.PreviewResponse
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			require.NotNil(t, got.FireTimes)
+			require.Len(t, got.Times, len(got.FireTimes))
+			for i, ft := range got.Times {
+				require.Equal(t, got.FireTimes[i], ft.At)
+			}
+			require.NotNil(t, got.Skipped)
+			require.NotEmpty(t, got.Explain)
 		case http.StatusBadRequest:
 			var got api.ErrorBody
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
@@ -174,4 +180,39 @@ func TestPreviewExplain(t *testing.T) {
 	got := ok[api.PreviewResponse](t, b, http.StatusOK, http.MethodGet,
 		previewPath(map[string]string{"cron_expr": "0 9 1 * 1", "dialect": "posix", "count": "1"}), nil)
 	require.Equal(t, "At 09:00, on day 1 of the month or on Monday, in UTC", got.Explain)
+}
+
+// TestPreviewDST: each fire time comes with its wall clock in the zone,
+// "dst":"repeated" on the fall-back night, and the spring-forward local
+// times that did not fire are listed; fire_times stays as it was.
+func TestPreviewDST(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	got := ok[api.PreviewResponse](t, b, http.StatusOK, http.MethodGet, previewPath(map[string]string{
+		"cron_expr": "30 1,2 * * *", "timezone": "America/New_York", "after": "2026-03-07T12:00:00Z", "count": "3"}), nil)
+	require.Equal(t, []string{"2026-03-08T06:30:00Z", "2026-03-09T05:30:00Z", "2026-03-09T06:30:00Z"}, got.FireTimes)
+	require.Equal(t, []api.PreviewTime{
+		{At: "2026-03-08T06:30:00Z", Local: "2026-03-08T01:30:00-05:00"},
+		{At: "2026-03-09T05:30:00Z", Local: "2026-03-09T01:30:00-04:00"},
+		{At: "2026-03-09T06:30:00Z", Local: "2026-03-09T02:30:00-04:00"},
+	}, got.Times)
+	require.Equal(t, []api.PreviewSkipped{{Local: "2026-03-08T02:30:00", Reason: "dst_gap"}}, got.Skipped)
+
+	raw := b.do(t, http.MethodGet, previewPath(map[string]string{
+		"cron_expr": "30 1 * * *", "timezone": "America/New_York", "after": "2026-10-31T12:00:00Z", "count": "3"}), nil).Body.String()
+	require.Contains(t, raw, `"fire_times":["2026-11-01T05:30:00Z","2026-11-01T06:30:00Z","2026-11-02T06:30:00Z"]`)
+	require.Contains(t, raw, `"times":[{"at":"2026-11-01T05:30:00Z","local":"2026-11-01T01:30:00-04:00","dst":"repeated"},`+
+		`{"at":"2026-11-01T06:30:00Z","local":"2026-11-01T01:30:00-05:00","dst":"repeated"},`+
+		`{"at":"2026-11-02T06:30:00Z","local":"2026-11-02T01:30:00-05:00"}]`)
+	require.Contains(t, raw, `"skipped":[]`)
+
+	// @every fires on a grid of instants: local times, no notes.
+	got = ok[api.PreviewResponse](t, b, http.StatusOK, http.MethodGet, previewPath(map[string]string{
+		"cron_expr": "@every 1h", "timezone": "America/New_York", "after": "2026-11-01T05:00:00Z", "count": "2"}), nil)
+	require.Equal(t, []api.PreviewTime{
+		{At: "2026-11-01T06:00:00Z", Local: "2026-11-01T01:00:00-05:00"},
+		{At: "2026-11-01T07:00:00Z", Local: "2026-11-01T02:00:00-05:00"},
+	}, got.Times)
+	require.Empty(t, got.Skipped)
 }

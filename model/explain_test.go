@@ -72,7 +72,7 @@ func TestExplainOtherKinds(t *testing.T) {
 }
 
 // FuzzExplain checks that every expression ParseCron accepts explains
-// without panic and into a non-empty text.
+// without panic and into a non-empty text, and previews with DST notes.
 func FuzzExplain(f *testing.F) {
 	for _, e := range []string{
 		"0 9 * * 1-5", "*/15 * * * *", "0 0 1 1 *", "@hourly", "@every 90m", "0 30 9 * * *",
@@ -90,5 +90,9 @@ func FuzzExplain(f *testing.F) {
 			return
 		}
 		require.NotEmpty(t, Explain(s), "%q", expr)
+		after := time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC)
+		p := PreviewDST(s, nil, after, 5)
+		require.Len(t, p.Times, len(Preview(s, after, 5)))
+		require.LessOrEqual(t, len(p.Skipped), 5)
 	})
 }

@@ -26,7 +26,29 @@ func TestPreviewCommand(t *testing.T) {
 	require.NoError(t, err)
 	// Friday before DST (EST), then Monday after it (EDT).
 	require.Equal(t, "At 09:00, Monday through Friday, in America/New_York\n"+
-		"2026-03-06T14:00:00Z\n2026-03-09T13:00:00Z\n2026-03-10T13:00:00Z\n", out.String())
+		"2026-03-06T14:00:00Z  2026-03-06T09:00:00-05:00\n"+
+		"2026-03-09T13:00:00Z  2026-03-09T09:00:00-04:00\n"+
+		"2026-03-10T13:00:00Z  2026-03-10T09:00:00-04:00\n", out.String())
+}
+
+func TestPreviewCommandDSTNotes(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := execute(context.Background(), []string{"preview", "--cron", "30 1,2 * * *", "--tz", "America/New_York",
+		"--after", "2026-03-08T00:00:00Z", "--count", "2"}, &Env{Stdout: &out, Stderr: io.Discard})
+	require.NoError(t, err)
+	require.Equal(t, "At 01:30 and 02:30, in America/New_York\n"+
+		"2026-03-08T06:30:00Z  2026-03-08T01:30:00-05:00\n"+
+		"2026-03-09T05:30:00Z  2026-03-09T01:30:00-04:00\n"+
+		"skipped 2026-03-08T02:30:00  dst_gap: clocks sprang forward over it\n", out.String())
+
+	out.Reset()
+	err = execute(context.Background(), []string{"preview", "--cron", "30 1 * * *", "--tz", "America/New_York",
+		"--after", "2026-10-31T12:00:00Z", "--count", "2"}, &Env{Stdout: &out, Stderr: io.Discard})
+	require.NoError(t, err)
+	require.Equal(t, "At 01:30, in America/New_York\n"+
+		"2026-11-01T05:30:00Z  2026-11-01T01:30:00-04:00  repeated: this local time happens twice and fires at both\n"+
+		"2026-11-01T06:30:00Z  2026-11-01T01:30:00-05:00  repeated: this local time happens twice and fires at both\n", out.String())
 }
 
 func TestPreviewCommandRejectsBadInput(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// PreviewCmd prints a cron expression in words, then its next fire times.
+// PreviewCmd prints a cron expression in words, then its next fire times
+// in UTC and in the zone, with DST notes: a local time that happens twice,
+// and the local times clocks skipped.
 type PreviewCmd struct {
 	Cron    string `name:"cron" required:"" help:"Cron expression, e.g. \"0 9 * * 1-5\"."`
 	TZ      string `name:"tz" help:"IANA time zone (default UTC)."`
@@ -35,9 +37,22 @@ func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	loc, err := model.LoadZone(c.TZ)
+	if err != nil {
+		return err
+	}
+	// The UTC instant stays the first column, for scripts that cut it.
 	fmt.Fprintln(env.Stdout, model.Explain(s))
-	for _, t := range model.Preview(s, after, c.Count) {
-		fmt.Fprintln(env.Stdout, t.UTC().Format(time.RFC3339))
+	p := model.PreviewDST(s, loc, after, c.Count)
+	for _, t := range p.Times {
+		line := t.At.UTC().Format(time.RFC3339) + "  " + t.Local.Format(time.RFC3339)
+		if t.DST == model.DSTRepeated {
+			line += "  repeated: this local time happens twice and fires at both"
+		}
+		fmt.Fprintln(env.Stdout, line)
+	}
+	for _, sk := range p.Skipped {
+		fmt.Fprintf(env.Stdout, "skipped %s  %s: clocks sprang forward over it\n", sk.Local, sk.Reason)
 	}
 	return nil
 }

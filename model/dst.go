@@ -1,0 +1,153 @@
+package model
+
+import (
+	"time"
+)
+
+// DSTNote says how a change of the zone's offset touches a fire time.
+type DSTNote string
+
+// DSTRepeated marks a fire time whose local wall-clock time happens twice,
+// on the night clocks fall back. Both instants fire under today's rule,
+// so the preview shows the local time twice, each marked.
+const DSTRepeated DSTNote = "repeated"
+
+// SkipReasonDSTGap is why a local time the expression matches did not
+// fire: clocks sprang forward over it, so it never happened.
+const SkipReasonDSTGap = "dst_gap"
+
+// LocalLayout formats a skipped local time: a wall clock with no offset,
+// since no offset ever showed it.
+const LocalLayout = "2006-01-02T15:04:05"
+
+// FireTime is one fire time of a preview, with its wall clock in the zone.
+type FireTime struct {
+	// At is the instant, in UTC.
+	At time.Time
+	// Local is At in the zone.
+	Local time.Time
+	// DST is DSTRepeated when Local's wall clock happens twice, else "".
+	DST DSTNote
+}
+
+// SkippedTime is a local time the expression matches that did not fire.
+type SkippedTime struct {
+	// Local is the wall clock, formatted with LocalLayout.
+	Local string
+	// Reason is SkipReasonDSTGap.
+	Reason string
+}
+
+// DSTPreview is a preview with its daylight-saving notes.
+type DSTPreview struct {
+	Times   []FireTime
+	Skipped []SkippedTime
+}
+
+// foldWindow bounds how far apart two instants with the same wall clock
+// can be: no zone has changed its offset by more than a day at once.
+const foldWindow = 26 * time.Hour
+
+// PreviewDST returns up to n fire times of s strictly after after, as
+// Preview does, each with its wall clock in loc, and the local times the
+// expression matches that clocks skipped between after and the last fire
+// time listed, at most n of them, earliest first.
+//
+// The notes follow the wall-clock rule of a cron expression. When s is a
+// *CronSchedule (or a Window around one) its own zone is used and loc is
+// ignored. Other schedules, such as @every, fire on a fixed grid of
+// instants that no DST change moves: their times carry Local only, and
+// nothing is skipped.
+func PreviewDST(s Schedule, loc *time.Location, after time.Time, n int) DSTPreview {
+	if loc == nil {
+		loc = time.UTC
+	}
+	c := cronOf(s)
+	if c != nil {
+		loc = c.loc
+	}
+	times := Preview(s, after, n)
+	out := DSTPreview{Times: make([]FireTime, len(times)), Skipped: []SkippedTime{}}
+	for i, t := range times {
+		ft := FireTime{At: t, Local: t.In(loc)}
+		if c != nil && wallRepeats(t, loc) {
+			ft.DST = DSTRepeated
+		}
+		out.Times[i] = ft
+	}
+	if c != nil && len(times) > 0 {
+		out.Skipped = c.skippedWalls(after, times[len(times)-1], n)
+	}
+	return out
+}
+
+// cronOf returns the cron expression behind s, or nil.
+func cronOf(s Schedule) *CronSchedule {
+	switch v := s.(type) {
+	case *CronSchedule:
+		return v
+	case Window:
+		return cronOf(v.Schedule)
+	}
+	return nil
+}
+
+// wallSeconds returns t's wall clock in loc as seconds since
+// 1970-01-01T00:00:00 of that clock.
+func wallSeconds(t time.Time, loc *time.Location) int64 {
+	_, off := t.In(loc).Zone()
+	return t.Unix() + int64(off)
+}
+
+// wallRepeats reports whether another instant near t shows the same wall
+// clock in loc. It tries each offset loc uses within a day of t: an
+// instant u with that offset and t's wall clock is the other occurrence.
+func wallRepeats(t time.Time, loc *time.Location) bool {
+	w := wallSeconds(t, loc)
+	_, own := t.In(loc).Zone()
+	tried := map[int]bool{own: true}
+	for d := -foldWindow; d <= foldWindow; d += 30 * time.Minute {
+		_, off := t.Add(d).In(loc).Zone()
+		if tried[off] {
+			continue
+		}
+		tried[off] = true
+		u := time.Unix(w-int64(off), 0)
+		if wallSeconds(u, loc) == w {
+			return true
+		}
+	}
+	return false
+}
+
+// skippedWalls lists, earliest first and at most max, the wall-clock
+// times the expression matches after after's wall clock and up to last's
+// that no instant shows in the zone.
+func (c *CronSchedule) skippedWalls(after, last time.Time, max int) []SkippedTime {
+	out := []SkippedTime{}
+	from := wallSeconds(after.Truncate(time.Second), c.loc) + 1
+	to := wallSeconds(last, c.loc)
+	maxYear := civilFromUnix(to).year
+	for from <= to && len(out) < max {
+		w, ok := c.nextWall(civilFromUnix(from), maxYear)
+		if !ok || w.unix() > to {
+			break
+		}
+		if !wallExists(w, c.loc) {
+			out = append(out, SkippedTime{
+				Local:  time.Unix(w.unix(), 0).UTC().Format(LocalLayout),
+				Reason: SkipReasonDSTGap,
+			})
+		}
+		from = w.unix() + 1
+	}
+	return out
+}
+
+// wallExists reports whether some instant shows wall clock w in loc.
+// time.Date normalizes a wall clock that does not exist to one that does,
+// so the two differ exactly when w fell in a gap.
+func wallExists(w civil, loc *time.Location) bool {
+	t := time.Date(int(w.year), time.Month(w.month), w.day, w.hour, w.min, w.sec, 0, loc)
+	return wallSeconds(t, loc) == w.unix()
+}

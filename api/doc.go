@@ -96,7 +96,7 @@
 //	POST   /schedules/upsert                   200 {"schedule_id","next_run_at","created","changed","state"} | 400
 //	POST   /schedules/pause                    200 schedule | 400 | 404 | 409
 //	GET    /schedules                          200 {"schedules":[...],"next_cursor"} | 400
-//	GET    /schedules/:id                      200 schedule + preview + explain + recent_runs | 400 | 404
+//	GET    /schedules/:id                      200 schedule + preview (+ preview_times, preview_skipped) + explain + recent_runs | 400 | 404
 //	DELETE /schedules/:id                      204 | 400 | 404
 //	GET    /schedules/:id/runs                 200 {"runs":[...]} | 400 | 404
 //	GET    /runs/:idempotency_key              200 run | 400 | 404

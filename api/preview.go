@@ -83,21 +83,26 @@ func (s *server) preview(c echo.Context) error {
 		return fieldError("cron_expr", "%s", err.Error())
 	}
 	p := model.PreviewDST(sched, loc, after, count)
-	out := PreviewResponse{
-		FireTimes: make([]string, len(p.Times)),
-		Explain:   model.Explain(sched),
-		Times:     make([]PreviewTime, len(p.Times)),
-		Skipped:   make([]PreviewSkipped, len(p.Skipped)),
-	}
-	for i, t := range p.Times {
-		at := t.At.UTC().Truncate(time.Second).Format(time.RFC3339)
-		out.FireTimes[i] = at
-		out.Times[i] = PreviewTime{At: at, Local: t.Local.Format(time.RFC3339), DST: t.DST}
-	}
-	for i, sk := range p.Skipped {
-		out.Skipped[i] = PreviewSkipped{Local: sk.Local, Reason: sk.Reason}
+	out := PreviewResponse{FireTimes: make([]string, len(p.Times)), Explain: model.Explain(sched)}
+	out.Times, out.Skipped = previewNotes(p)
+	for i, t := range out.Times {
+		out.FireTimes[i] = t.At
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// previewNotes renders a DST preview as the API shows it; both slices are
+// never nil, so they encode as arrays.
+func previewNotes(p model.DSTPreview) ([]PreviewTime, []PreviewSkipped) {
+	times := make([]PreviewTime, len(p.Times))
+	for i, t := range p.Times {
+		times[i] = PreviewTime{At: t.At.UTC().Truncate(time.Second).Format(time.RFC3339), Local: t.Local.Format(time.RFC3339), DST: t.DST}
+	}
+	skipped := make([]PreviewSkipped, len(p.Skipped))
+	for i, sk := range p.Skipped {
+		skipped[i] = PreviewSkipped{Local: sk.Local, Reason: sk.Reason}
+	}
+	return times, skipped
 }
 
 // parseDialect checks a dialect name; "" is standard.

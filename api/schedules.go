@@ -57,6 +57,12 @@ type ScheduleDetail struct {
 	// Explain is the schedule's timing in words; empty when the stored
 	// record does not compile.
 	Explain string `json:"explain"`
+	// PreviewTimes are Preview again, each with its wall clock in the
+	// schedule's zone and a DST note, as /v1/preview's "times".
+	PreviewTimes []PreviewTime `json:"preview_times"`
+	// PreviewSkipped are the local times clocks skipped among Preview,
+	// as /v1/preview's "skipped".
+	PreviewSkipped []PreviewSkipped `json:"preview_skipped"`
 	// RecentRuns are the newest runs, newest first.
 	// LastRun is the newest run whose time has come; nil before the first.
 	LastRun *LastRun `json:"last_run"`
@@ -283,7 +289,8 @@ func (s *server) getSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := ScheduleDetail{ScheduleView: view(rec), Preview: []time.Time{}, RecentRuns: []*model.Run{}}
+	d := ScheduleDetail{ScheduleView: view(rec), Preview: []time.Time{}, RecentRuns: []*model.Run{},
+		PreviewTimes: []PreviewTime{}, PreviewSkipped: []PreviewSkipped{}}
 	if sched, err := rec.Compile(); err != nil {
 		if d.State == StateActive {
 			s.log.WarnContext(ctx, "stored schedule does not compile", slog.String("schedule_id", id), slog.String("error", err.Error()))
@@ -291,7 +298,16 @@ func (s *server) getSchedule(c echo.Context) error {
 	} else {
 		d.Explain = model.Explain(sched)
 		if d.State == StateActive {
-			d.Preview = model.Preview(sched, s.store.Clock().Now(), SchedulePreviewCount)
+			now := s.store.Clock().Now()
+			loc, err := model.LoadZone(rec.Timezone)
+			if err != nil {
+				loc = time.UTC // an every or once schedule's zone only labels local times
+			}
+			p := model.PreviewDST(sched, loc, now, SchedulePreviewCount)
+			for _, t := range p.Times {
+				d.Preview = append(d.Preview, t.At)
+			}
+			d.PreviewTimes, d.PreviewSkipped = previewNotes(p)
 		}
 	}
 	runs, err := s.store.QueryRuns(ctx, id, queue.RunQuery{Now: s.store.Clock().Now(), Limit: max(n, 1)})

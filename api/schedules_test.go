@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -795,4 +796,27 @@ func TestGetScheduleExplain(t *testing.T) {
 	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String(), want)
 	require.Equal(t, http.StatusOK, b.do(t, http.MethodPost, "/schedules/pause", map[string]any{"schedule_id": "s1", "paused": true}).Code)
 	require.Contains(t, b.do(t, http.MethodGet, "/schedules/s1", nil).Body.String(), want)
+}
+
+// TestGetScheduleDSTNotes: GET /schedules/:id shows its preview with local
+// times and the spring-forward time that does not fire, as /v1/preview.
+func TestGetScheduleDSTNotes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := schedule("s1")
+	s["cron_expr"] = "30 2 * * *"
+	s["start_at"] = "2026-03-07T00:00:00Z"
+	upsert(t, b, s)
+	var got struct {
+		Preview        []time.Time          `json:"preview"`
+		PreviewTimes   []api.PreviewTime    `json:"preview_times"`
+		PreviewSkipped []api.PreviewSkipped `json:"preview_skipped"`
+	}
+	require.NoError(t, json.Unmarshal(b.do(t, http.MethodGet, "/schedules/s1", nil).Body.Bytes(), &got))
+	require.Len(t, got.Preview, 5)
+	require.Len(t, got.PreviewTimes, 5)
+	require.Equal(t, api.PreviewTime{At: "2026-03-07T07:30:00Z", Local: "2026-03-07T02:30:00-05:00"}, got.PreviewTimes[0])
+	require.Equal(t, api.PreviewTime{At: "2026-03-09T06:30:00Z", Local: "2026-03-09T02:30:00-04:00"}, got.PreviewTimes[1])
+	require.Equal(t, time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), got.Preview[1])
+	require.Equal(t, []api.PreviewSkipped{{Local: "2026-03-08T02:30:00", Reason: "dst_gap"}}, got.PreviewSkipped)
 }

@@ -76,6 +76,11 @@ func PreviewDST(s Schedule, loc *time.Location, after time.Time, n int) DSTPrevi
 		out.Times[i] = ft
 	}
 	if c != nil && len(times) > 0 {
+		// A window's start hides the local times before it: they would
+		// not fire whatever the clocks did.
+		if w, ok := s.(Window); ok && !w.Start.IsZero() && w.Start.After(after) {
+			after = w.Start.Add(-time.Second)
+		}
 		out.Skipped = c.skippedWalls(after, times[len(times)-1], n)
 	}
 	return out

@@ -166,3 +166,17 @@ func TestPreviewDSTExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewDSTWindowStart: a gap before a window's start is not listed;
+// those local times would not fire anyway.
+func TestPreviewDSTWindowStart(t *testing.T) {
+	t.Parallel()
+	s, err := ParseCron("30 2 * * *", "America/New_York", DialectStandard, time.Time{})
+	require.NoError(t, err)
+	after := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	require.Len(t, PreviewDST(s, nil, after, 10).Skipped, 1)
+	w := Window{Schedule: s, Start: time.Date(2026, 3, 8, 12, 0, 0, 0, time.UTC)}
+	p := PreviewDST(w, nil, after, 2)
+	require.Empty(t, p.Skipped)
+	require.Equal(t, "2026-03-09T02:30:00-04:00", p.Times[0].Local.Format(time.RFC3339))
+}

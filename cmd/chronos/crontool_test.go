@@ -39,7 +39,7 @@ func TestMCPOverStdio(t *testing.T) {
 
 	cmd := exec.Command(bin, "mcp")
 	cmd.Env = append(os.Environ(), "CHRONOS_URL="+base, "CHRONOS_TOKEN="+mintToken(t, testSecret, cronOwner, auth.ScopeSchedulesRead))
-	var stderr bytes.Buffer
+	var stderr syncBuffer // the process writes it while the test reads it
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

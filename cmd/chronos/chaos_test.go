@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-sched/chronos/api/auth"
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
@@ -32,11 +33,13 @@ import (
 
 // The chaos test: the built binary as 1 api, 3 schedulers and 2 launchers on
 // one real Redis, a few hundred schedules firing every second (half of
-// them dropping missed runs) while the schedulers are killed with SIGKILL
-// and frozen with SIGSTOP, and one launcher is killed with runs in hand.
-// It audits
-// exactly one run record and one asynq task per planned run, none missing,
-// and at-least-once execution, from Redis and the API (never from logs).
+// them dropping missed runs) and a few hundred agents' alarms (once, and
+// every second; alarm_chaos_test.go) while the schedulers are killed with
+// SIGKILL and frozen with SIGSTOP, and one launcher is killed with runs in
+// hand. It audits exactly one run record and one asynq task per planned
+// run or alarm fire time, none missing, at-least-once execution, and one
+// signed wake per fire time at the receiver, which deduplicates on the
+// Idempotency-Key; from Redis, the API and the receiver (never from logs).
 const (
 	// chaosDurationDefault is how long the chaos lasts; the environment
 	// variable CHRONOS_CHAOS_SECONDS overrides it.
@@ -93,12 +96,14 @@ func TestChaosExactlyOncePerPlannedRun(t *testing.T) {
 	began := time.Now()
 	c := newChaosCluster(t)
 
-	// Processes: the API, the launchers, then the schedulers.
-	api := c.start("api", "api", nil)
+	// Processes: the API, the launchers, then the schedulers. The API
+	// verifies tokens: the alarms' owners are their tokens' subjects.
+	api := c.start("api", "api", map[string]string{"AUTH_JWT_SECRET": testSecret})
+	c.token = mintToken(t, testSecret, "chaos-test", auth.ScopeAdmin)
 	launchers := make([]*chaosSlot, chaosLaunchers)
 	for i := range launchers {
 		launchers[i] = &chaosSlot{name: fmt.Sprintf("launcher-%d", i)}
-		launchers[i].p = c.start(launchers[i].name+".0", "launcher", c.launcherEnv())
+		launchers[i].p = c.start(launchers[i].name+".0", "launcher", c.launcherEnvOf(launchers[i].name))
 	}
 	scheds := make([]*chaosSlot, chaosSchedulers)
 	for i := range scheds {
@@ -113,23 +118,30 @@ func TestChaosExactlyOncePerPlannedRun(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	schedules := c.register(chaosSchedules)
 	t.Logf("%d schedules registered after %s", len(schedules), time.Since(began).Round(time.Millisecond))
+	alarms := c.createAlarms(dur)
+	t.Logf("%d once and %d cron alarms of %d owners created after %s",
+		len(alarms.once), len(alarms.cron), chaosOwners, time.Since(began).Round(time.Millisecond))
 
 	// Chaos: SIGKILL + restart or SIGSTOP for 3-6 s (longer than LEASE_TTL),
 	// a scheduler every 2-4 s, while at least one keeps running; and early
-	// on, SIGKILL + restart of a launcher.
+	// on, SIGKILL + restart of a launcher, while the receiver holds a wake
+	// it is delivering.
 	kills, pauses := c.chaos(scheds, launchers[0], dur)
 	tEnd := time.Now()
 	t.Logf("chaos over after %s: %d kills, %d pauses; T_end = %s", dur, kills, pauses, tEnd.UTC().Format(time.RFC3339Nano))
 
-	// Every planned run up to T_end gets its record and is executed, while
-	// the schedulers keep going.
-	planned := 0
-	for _, s := range schedules {
+	// Every planned run up to T_end gets its record and is executed (a
+	// wake delivered), while the schedulers keep going. The cron alarms
+	// are counted as schedules: they fire every second too.
+	recurring := append(slices.Clone(schedules), alarms.cronSchedules()...)
+	planned := len(alarms.once)
+	for _, s := range recurring {
 		planned += len(s.plannedUpTo(tEnd))
 	}
 	settle := time.Now()
 	c.waitFor(chaosSettle, "every planned run up to T_end recorded and SUCCESS", func() (bool, string) {
-		missing, unfinished := c.progress(schedules, tEnd)
+		missing, unfinished := c.progress(recurring, tEnd)
+		unfinished += c.onceProgress(alarms)
 		return missing == 0 && unfinished == 0,
 			fmt.Sprintf("%d of %d planned runs have no record, %d are not SUCCESS yet", missing, planned, unfinished)
 	})
@@ -149,7 +161,13 @@ func TestChaosExactlyOncePerPlannedRun(t *testing.T) {
 		return len(notDone) == 0, fmt.Sprintf("%d of %d run records not SUCCESS (e.g. %v)", len(notDone), len(records), notDone[:min(3, len(notDone))])
 	})
 
-	c.audit(schedules, tEnd, records)
+	c.auditTasks(records)
+	schedRecords, alarmRecords := c.splitRecords(records, schedules, alarms)
+	c.audit(schedules, tEnd, schedRecords)
+	deliveries, dupKeys, maxCalls := c.auditAlarms(alarms, tEnd, alarmRecords)
+	t.Logf("alarms: %d run records, each one wake at the receiver; %d deliveries, %d wakes delivered more than once "+
+		"(at least once is the contract; the receiver deduplicated them), at most %d times",
+		len(alarmRecords), deliveries, dupKeys, maxCalls)
 	t.Logf("chaos test took %s", time.Since(began).Round(time.Second))
 }
 
@@ -171,6 +189,10 @@ type chaosCluster struct {
 	wake   *wakeRecorder // WAKE_URL of the launchers (alarm_chaos_test.go)
 	client *http.Client
 	api    string
+	token  string // the bearer token of call, if the API verifies tokens
+	// heldWake is the key of the wake whose delivery chaos cut by killing
+	// its launcher.
+	heldWake string
 
 	mu    sync.Mutex
 	procs []*chaosProc // every process ever started, for the log tails
@@ -335,9 +357,20 @@ func (c *chaosCluster) launcherEnv() map[string]string {
 		"WAKE_URL": c.wake.srv.URL + "/wake", "WAKE_SECRET": chaosWakeSecret}
 }
 
+// launcherEnvOf is launcherEnv for the launchers of slot: their wakes
+// come to a path of their own, so the receiver knows whose delivery it
+// holds.
+func (c *chaosCluster) launcherEnvOf(slot string) map[string]string {
+	env := c.launcherEnv()
+	env["WAKE_URL"] = c.wake.srv.URL + wakePath(slot)
+	return env
+}
+
 // chaos kills and pauses schedulers until dur has passed, then resumes any
-// paused one; a twelfth of the way in, it kills and restarts launcher. It
-// returns the number of scheduler kills and pauses.
+// paused one; a twelfth of the way in, it kills and restarts launcher,
+// while the wake receiver holds one of its deliveries unanswered (its key
+// is left in c.heldWake). It returns the number of scheduler kills and
+// pauses.
 func (c *chaosCluster) chaos(slots []*chaosSlot, launcher *chaosSlot, dur time.Duration) (kills, pauses int) {
 	t := c.t
 	seed := uint64(time.Now().UnixNano())
@@ -348,6 +381,8 @@ func (c *chaosCluster) chaos(slots []*chaosSlot, launcher *chaosSlot, dur time.D
 	between := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second))) }
 	nextAction := start.Add(between())
 	killLauncherAt := start.Add(dur / 12)
+	caught, release := c.wake.holdNext(wakePath(launcher.name))
+	defer release()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	at := func() string { return time.Since(start).Round(100 * time.Millisecond).String() }
@@ -365,13 +400,22 @@ func (c *chaosCluster) chaos(slots []*chaosSlot, launcher *chaosSlot, dur time.D
 		}
 		if !killLauncherAt.IsZero() && !now.Before(killLauncherAt) {
 			killLauncherAt = time.Time{}
+			// Wakes fire every second: one reaches the receiver at once,
+			// unless the chaos began before the first cron alarm's time.
+			select {
+			case c.heldWake = <-caught:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no wake of %s reached the receiver within 10s", launcher.p.name)
+			}
 			active, err := c.rdb.LLen(c.ctx, "asynq:{"+chaosQueue+"}:active").Result()
 			require.NoError(t, err)
 			old := launcher.p
 			c.kill(old)
+			release() // the wake's connection died with the launcher
 			launcher.gen++
-			launcher.p = c.start(fmt.Sprintf("%s.%d", launcher.name, launcher.gen), "launcher", c.launcherEnv())
-			t.Logf("chaos %7s: SIGKILL %s (%d runs in flight across launchers), restarted as %s", at(), old.name, active, launcher.p.name)
+			launcher.p = c.start(fmt.Sprintf("%s.%d", launcher.name, launcher.gen), "launcher", c.launcherEnvOf(launcher.name))
+			t.Logf("chaos %7s: SIGKILL %s (%d runs in flight across launchers; its wake %s held unanswered), restarted as %s",
+				at(), old.name, active, c.heldWake, launcher.p.name)
 		}
 		if now.Before(nextAction) {
 			continue
@@ -450,6 +494,9 @@ func (c *chaosCluster) call(method, path, body string) (int, string) {
 	req, err := http.NewRequest(method, c.api+path, strings.NewReader(body))
 	require.NoError(c.t, err)
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.client.Do(req)
 	require.NoError(c.t, err, "%s %s", method, path)
 	defer resp.Body.Close()
@@ -633,9 +680,9 @@ type apiRun struct {
 //     runs after T_end (enqueued ahead, or while the audit waited) are the
 //     consecutive seconds up to the schedule's stored next fire time, so
 //     nothing was skipped or invented there either;
-//   - the run records in Redis are exactly the runs the API listed;
-//   - the asynq tasks are exactly one per run record (TaskID = key), and
-//     nothing else;
+//   - records, the schedules' run records in Redis, are exactly the runs
+//     the API listed;
+//   - each run's asynq task (TaskID = key) carries the run;
 //   - the executor received every run at least once, and nothing else.
 func (c *chaosCluster) audit(schedules []chaosSchedule, tEnd time.Time, records map[string]string) {
 	t := c.t
@@ -721,16 +768,7 @@ func (c *chaosCluster) audit(schedules []chaosSchedule, tEnd time.Time, records 
 		require.True(t, ok, "run record %s belongs to no schedule's run list", records[key])
 	}
 
-	// asynq: one task per run record, TaskID = key, nothing else.
-	tasks := map[string]bool{}
-	for _, k := range c.scanKeys("asynq:{" + chaosQueue + "}:t:*") {
-		m := taskKeyRE.FindStringSubmatch(k)
-		require.NotNil(t, m, "unexpected asynq task key %q", k)
-		_, ok := records[m[1]]
-		require.True(t, ok, "asynq task %s has no run record (a task with a foreign id)", m[1])
-		tasks[m[1]] = true
-	}
-	require.Equal(t, len(records), queuetest.CountTasks(t, c.rdb, chaosQueue), "asynq tasks vs run records")
+	// asynq: each run's task carries it (auditTasks counts them).
 	for key, r := range listed {
 		info := queuetest.RequireTask(t, c.rdb, chaosQueue, key)
 		p, err := queue.DecodeTaskPayload(info.Payload)
@@ -739,7 +777,6 @@ func (c *chaosCluster) audit(schedules []chaosSchedule, tEnd time.Time, records 
 		require.Equal(t, r.ScheduleID, p.ScheduleID)
 		require.True(t, r.RunAt.Equal(p.RunAt), "task %s run_at %s, record %s", key, p.RunAt, r.RunAt)
 	}
-	require.Len(t, tasks, len(records))
 
 	// The executor: every run at least once, nothing foreign, and each
 	// request's body agreed with its Idempotency-Key header.
@@ -760,12 +797,29 @@ func (c *chaosCluster) audit(schedules []chaosSchedule, tEnd time.Time, records 
 		require.True(t, ok, "the executor received %s, which no schedule planned", key)
 	}
 
-	t.Logf("audited %d schedules: %d planned runs up to T_end, %d run records in all (%d after T_end), %d asynq tasks",
-		len(schedules), auditedT, len(records), len(records)-auditedT, len(tasks))
+	t.Logf("audited %d schedules: %d planned runs up to T_end, %d run records in all (%d after T_end)",
+		len(schedules), auditedT, len(records), len(records)-auditedT)
 	t.Logf("executor: %d deliveries; %d runs delivered more than once (at least once is the contract), at most %d times",
 		deliveries, dups, maxCalls)
 	t.Logf("enqueue lateness (not gated): %d runs enqueued over 1s after their run_at, %d over the 5s misfire grace "+
 		"(%d fired by catch-up), max %s", late1s, late5s, caughtUp, maxLate.Round(time.Millisecond))
+}
+
+// auditTasks checks that the asynq tasks are exactly one per run record
+// (TaskID = key), and nothing else.
+func (c *chaosCluster) auditTasks(records map[string]string) {
+	t := c.t
+	t.Helper()
+	tasks := map[string]bool{}
+	for _, k := range c.scanKeys("asynq:{" + chaosQueue + "}:t:*") {
+		m := taskKeyRE.FindStringSubmatch(k)
+		require.NotNil(t, m, "unexpected asynq task key %q", k)
+		_, ok := records[m[1]]
+		require.True(t, ok, "asynq task %s has no run record (a task with a foreign id)", m[1])
+		tasks[m[1]] = true
+	}
+	require.Len(t, tasks, len(records), "asynq tasks vs run records")
+	t.Logf("%d run records, %d asynq tasks", len(records), len(tasks))
 }
 
 // timeDiff returns the times of a that are not in b.

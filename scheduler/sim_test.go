@@ -102,7 +102,7 @@ var simZones = []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europ
 //   - 1-800 on 2026-11-26 with the policy changes of issue 21 (1-700
 //     with its schema changes);
 //   - 801-2000 on 2026-11-27 at commit cc29c64;
-//   - 1-1600 on 2026-11-27 at commit da16e28, after the scripts named
+//   - 1-2000 on 2026-11-27 at commit da16e28, after the scripts named
 //     their arguments.
 func TestSim(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,11 +109,39 @@ type HTTPExecutor struct {
 // Go would turn a 301/302/303 into a GET without the run, and a 2xx
 // answer to it would pass for a started run.
 func NewHTTPExecutor(url string, timeout time.Duration, maxConns int) *HTTPExecutor {
+	return &HTTPExecutor{URL: url, Client: newPostClient(timeout, maxConns)}
+}
+
+// newPostClient is the HTTP client of the executor and the waker: calls
+// time out after timeout, up to maxConns connections stay open, and
+// redirects are not followed (see NewHTTPExecutor).
+func newPostClient(timeout time.Duration, maxConns int) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = max(maxConns, 2)
 	tr.MaxIdleConnsPerHost = max(maxConns, 2)
-	return &HTTPExecutor{URL: url, Client: &http.Client{Timeout: timeout, Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &http.Client{Timeout: timeout, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// answerError is the error of a call that got a non-2xx answer from who
+// (the executor, the wake receiver) at the URL of setting: a redirect
+// or a 4xx is permanent, except 408, 429 and any status in retried;
+// a 5xx is retried, after its Retry-After if it gives one.
+func answerError(who, setting string, resp *http.Response, body []byte, retried ...int) error {
+	c := resp.StatusCode
+	if c >= 300 && c < 400 {
+		return &PermanentError{fmt.Errorf("%s answered %s, a redirect to %q: chronos does not follow redirects; set %s to the URL that answers",
+			who, resp.Status, resp.Header.Get("Location"), setting)}
+	}
+	text := strings.ToValidUTF8(string(body[:min(len(body), 300)]), "")
+	err := fmt.Errorf("%s answered %s: %s", who, resp.Status, strings.TrimSpace(text))
+	if c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests && !slices.Contains(retried, c) {
+		return &PermanentError{err}
+	}
+	if after, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+		return &RetryAfterError{Err: err, After: after}
+	}
+	return err
 }
 
 // Execute calls the executor service.
@@ -133,24 +162,11 @@ func (e *HTTPExecutor) Execute(ctx context.Context, req Request) (Result, error)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return Result{}, &PermanentError{fmt.Errorf("executor answered %s, a redirect to %q: chronos does not follow redirects; set EXECUTOR_URL to the URL that answers",
-			resp.Status, resp.Header.Get("Location"))}
-	}
 	if resp.StatusCode == http.StatusConflict {
 		return Result{}, nil // STARTED: see above
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		text := strings.ToValidUTF8(string(b[:min(len(b), 300)]), "")
-		err := fmt.Errorf("executor answered %s: %s", resp.Status, strings.TrimSpace(text))
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 &&
-			resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
-			return Result{}, &PermanentError{err}
-		}
-		if after, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
-			return Result{}, &RetryAfterError{Err: err, After: after}
-		}
-		return Result{}, err
+		return Result{}, answerError("executor", "EXECUTOR_URL", resp, b)
 	}
 	var r Result
 	if len(bytes.TrimSpace(b)) > 0 {

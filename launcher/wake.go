@@ -191,11 +191,7 @@ type HTTPWaker struct {
 // NewHTTPWaker returns an HTTPWaker whose calls time out after timeout
 // and that keeps up to maxConns connections to url open.
 func NewHTTPWaker(url string, secret []byte, timeout time.Duration, maxConns int) *HTTPWaker {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = max(maxConns, 2)
-	tr.MaxIdleConnsPerHost = max(maxConns, 2)
-	return &HTTPWaker{URL: url, Secret: secret, Client: &http.Client{Timeout: timeout, Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &HTTPWaker{URL: url, Secret: secret, Client: newPostClient(timeout, maxConns)}
 }
 
 // Wake delivers w.
@@ -221,21 +217,10 @@ func (h *HTTPWaker) Wake(ctx context.Context, w Wake) error {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
-	case c >= 300 && c < 400:
-		return &PermanentError{fmt.Errorf("wake receiver answered %s, a redirect to %q: chronos does not follow redirects; set WAKE_URL to the URL that answers",
-			resp.Status, resp.Header.Get("Location"))}
 	}
-	text := strings.ToValidUTF8(string(b[:min(len(b), 300)]), "")
-	err = fmt.Errorf("wake receiver answered %s: %s", resp.Status, strings.TrimSpace(text))
-	if c := resp.StatusCode; c >= 400 && c < 500 &&
-		c != http.StatusRequestTimeout && c != http.StatusTooManyRequests && c != http.StatusConflict {
-		return &PermanentError{err}
-	}
-	if after, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
-		return &RetryAfterError{Err: err, After: after}
-	}
-	return err
+	// A receiver deduplicating on the key answers 409 while the first
+	// delivery is in progress: retried, not permanent.
+	return answerError("wake receiver", "WAKE_URL", resp, b, http.StatusConflict)
 }

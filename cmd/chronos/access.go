@@ -248,16 +248,10 @@ func (c *TokenCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	var key crypto.Signer
-	switch {
-	case c.Key != "" && c.Secret != "":
-		return errors.New("set one of AUTH_JWT_SECRET and AUTH_JWT_PRIVATE_KEY, not both")
-	case c.Key != "":
-		if key, err = auth.ParsePrivateKey("AUTH_JWT_PRIVATE_KEY", c.Key); err != nil {
-			return err
-		}
-	case c.Secret == "":
-		return errors.New("chronos token signs with AUTH_JWT_SECRET (HS256) or AUTH_JWT_PRIVATE_KEY (Ed25519 or RSA): set one")
+	key, err := signingKey(c.Secret, c.Key,
+		errors.New("chronos token signs with AUTH_JWT_SECRET (HS256) or AUTH_JWT_PRIVATE_KEY (Ed25519 or RSA): set one"))
+	if err != nil {
+		return err
 	}
 	tok, err := auth.Mint(auth.Grant{Subject: c.Sub, Scopes: scopes, TTL: c.TTL, Issuer: c.Issuer, Audience: c.Audience},
 		[]byte(c.Secret), key)
@@ -266,6 +260,20 @@ func (c *TokenCmd) Run(env *Env) error {
 	}
 	_, err = fmt.Fprintln(env.Stdout, tok)
 	return err
+}
+
+// signingKey is the private key that signs minted tokens, or nil when
+// the HS256 secret does; missing is the error when neither is set.
+func signingKey(secret, privateKey string, missing error) (crypto.Signer, error) {
+	switch {
+	case privateKey != "" && secret != "":
+		return nil, errors.New("set one of AUTH_JWT_SECRET and AUTH_JWT_PRIVATE_KEY, not both")
+	case privateKey != "":
+		return auth.ParsePrivateKey("AUTH_JWT_PRIVATE_KEY", privateKey)
+	case secret == "":
+		return nil, missing
+	}
+	return nil, nil
 }
 
 // handler wraps h with the client certificate check under mTLS.

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chronos-sched/chronos/api/auth"
@@ -65,18 +64,10 @@ func (o OwnerOpts) token(c ClientOpts) (string, error) {
 		}
 		return c.Token, nil
 	}
-	var key crypto.Signer
-	switch {
-	case o.Key != "" && o.Secret != "":
-		return "", errors.New("set one of AUTH_JWT_SECRET and AUTH_JWT_PRIVATE_KEY, not both")
-	case o.Key != "":
-		k, err := auth.ParsePrivateKey("AUTH_JWT_PRIVATE_KEY", o.Key)
-		if err != nil {
-			return "", err
-		}
-		key = k
-	case o.Secret == "":
-		return "", errors.New("--owner without CHRONOS_TOKEN mints a token, and needs AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY to sign it")
+	key, err := signingKey(o.Secret, o.Key,
+		errors.New("--owner without CHRONOS_TOKEN mints a token, and needs AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY to sign it"))
+	if err != nil {
+		return "", err
 	}
 	return auth.Mint(auth.Grant{Subject: o.Owner, TTL: ownerTokenTTL, Issuer: o.Issuer, Audience: o.Aud}, []byte(o.Secret), key)
 }
@@ -87,19 +78,11 @@ var errNoToken = errors.New("no token: set CHRONOS_TOKEN to a token whose sub is
 // tokenSubject reads a JWT's sub without verifying it (the API does);
 // "" when it cannot.
 func tokenSubject(tok string) string {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {
 		return ""
 	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
-	var c struct {
-		Sub string `json:"sub"`
-	}
-	_ = json.Unmarshal(b, &c)
-	return c.Sub
+	return c.Subject
 }
 
 // apiClient calls a chronos API with a bearer token.

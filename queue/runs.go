@@ -20,9 +20,10 @@ import (
 // (created/updated ms), err, src (schedule | manual). A run the executor
 // failed to start also has att (failed attempts, see RecordFailedAttempt)
 // retry (when the last one's retry is due, ms) and lerr (why it failed),
-// shown as attempts, next_attempt_at and last_error.
+// shown as attempts, next_attempt_at and last_error. A SKIPPED or FAILED
+// run has rsn, why (model.RunReason).
 var runFields = []string{rfSchedule, rfRunAt, rfFireAt, rfStatus, rfRunID, rfEnqueued, rfCreated, rfUpdated, rfError, rfSource,
-	rfAttempts, rfRetryAt, rfLastErr}
+	rfAttempts, rfRetryAt, rfLastErr, rfReason}
 
 func runFromFields(key string, v []any) (*model.Run, error) {
 	str := func(i int) string { s, _ := v[i].(string); return s }
@@ -51,6 +52,7 @@ func runFromFields(key string, v []any) (*model.Run, error) {
 	}
 	r.Attempts, _ = strconv.Atoi(str(10))
 	r.LastError = str(12)
+	r.Reason = model.RunReason(str(13))
 	if str(11) != "" && r.Status == model.RunEnqueued {
 		t := msTime(11)
 		r.NextAttemptAt = &t

@@ -107,6 +107,7 @@ const (
 	rfRetryAt  = "retry" // when the retry after the last failed attempt was due
 	rfLastErr  = "lerr"  // why the last failed attempt failed
 	rfRequest  = "req"   // nonce of the manual-run call that created it
+	rfReason   = "rsn"   // why a SKIPPED or FAILED run ended so (model.RunReason)
 )
 
 // Fields of a request-idempotency hash (chronos:req:<digest>): the first
@@ -256,7 +257,7 @@ var luaNames = []struct {
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
-	{"rfLastErr", rfLastErr}, {"rfRequest", rfRequest},
+	{"rfLastErr", rfLastErr}, {"rfRequest", rfRequest}, {"rfReason", rfReason},
 	{"qfBody", qfBody}, {"qfStatus", qfStatus}, {"qfResponse", qfResponse},
 	{"metaShards", metaShards},
 	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},

@@ -61,7 +61,7 @@ func TestFieldSpelling(t *testing.T) {
 		{sfInflight, "inflight"}, {sfHeld, "held"}, {sfReleased, "rel"}, {sfResumed, "rs"},
 		{rfSchedule, "sid"}, {rfRunAt, "at"}, {rfFireAt, "fire"}, {rfStatus, "st"}, {rfRunID, "rid"},
 		{rfEnqueued, "enq"}, {rfCreated, "cr"}, {rfUpdated, "up"}, {rfError, "err"}, {rfSource, "src"},
-		{rfAttempts, "att"}, {rfRetryAt, "retry"}, {rfLastErr, "lerr"}, {rfRequest, "req"},
+		{rfAttempts, "att"}, {rfRetryAt, "retry"}, {rfLastErr, "lerr"}, {rfRequest, "req"}, {rfReason, "rsn"},
 		{qfBody, "body"}, {qfStatus, "status"}, {qfResponse, "resp"},
 		{metaShards, "shards"},
 		{segSched, "sched:"}, {segRuns, "runs:"}, {segRun, "run:"}, {segDeleted, "deleted:"},

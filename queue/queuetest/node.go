@@ -1,0 +1,212 @@
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Node is one redis-server process of a Cluster or a Sentinel set (a
+// Redis or a sentinel). Its port and files stay across Kill and Restart,
+// so a restarted cluster node keeps its identity (nodes.conf) and a
+// restarted sentinel its configuration.
+type Node struct {
+	Addr string
+	Port int
+
+	bin  string
+	args []string // after the port arguments
+	dir  string   // the node's own directory: config, nodes.conf, log
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has been reaped
+	logf   *os.File
+	paused bool
+}
+
+// redisServer returns the path of redis-server, failing the test when it
+// is missing: integration tests never skip.
+func redisServer(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found on PATH (install it, e.g. apt-get install -y redis-server): %v", err)
+	}
+	return bin
+}
+
+// startNode starts a redis-server on a free port given by port (called
+// again if the port was taken before the server bound it), with args
+// made by argsFor(port, dir), and waits until it answers PING. The node is
+// killed in t.Cleanup.
+func startNode(t testing.TB, parent, name string, port func() int, argsFor func(port int, dir string) []string) *Node {
+	t.Helper()
+	bin := redisServer(t)
+	for attempt := 0; attempt < 5; attempt++ {
+		p := port()
+		dir := filepath.Join(parent, fmt.Sprintf("%s-%d", name, p))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{Addr: fmt.Sprintf("127.0.0.1:%d", p), Port: p, bin: bin, dir: dir, args: argsFor(p, dir)}
+		if err := n.start(); err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		if err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited); err == nil {
+			t.Cleanup(n.Kill)
+			return n
+		}
+		n.Kill()
+		b, _ := os.ReadFile(n.LogPath())
+		t.Logf("%s on port %d did not come up (retrying): %s", name, p, lastLines(string(b), 5))
+	}
+	t.Fatalf("could not start %s after 5 attempts", name)
+	return nil
+}
+
+// LogPath is the node's log file.
+func (n *Node) LogPath() string { return filepath.Join(n.dir, "redis.log") }
+
+func (n *Node) start() error {
+	logf, err := os.OpenFile(n.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(n.bin, n.args...)
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	n.mu.Lock()
+	n.cmd, n.done, n.logf, n.paused = cmd, done, logf, false
+	n.mu.Unlock()
+	return nil
+}
+
+// exited reports whether the node's process has ended.
+func (n *Node) exited() bool {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Alive reports whether the node's process is running (paused counts).
+func (n *Node) Alive() bool { return !n.exited() }
+
+// Kill ends the node with SIGKILL, as a crash does (a paused node dies
+// too), and reaps it. Killing a dead node does nothing.
+func (n *Node) Kill() {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts a killed node again on its port, with its arguments and
+// its directory, and waits until it answers PING.
+func (n *Node) Restart(t testing.TB) {
+	t.Helper()
+	if n.Alive() {
+		t.Fatalf("restart %s: it is running", n.Addr)
+	}
+	if err := n.start(); err != nil {
+		t.Fatalf("restart %s: %v", n.Addr, err)
+	}
+	if err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited); err != nil {
+		b, _ := os.ReadFile(n.LogPath())
+		t.Fatalf("restart %s: %v\n%s", n.Addr, err, lastLines(string(b), 5))
+	}
+}
+
+// Pause freezes the node with SIGSTOP (true) or lets it run again with
+// SIGCONT (false): a stalled server, which its peers or sentinels may
+// take for dead.
+func (n *Node) Pause(t testing.TB, on bool) {
+	t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%s %s: %v", sig, n.Addr, err)
+	}
+	n.paused = on
+}
+
+// clusterPort returns a port p free on 127.0.0.1 whose cluster bus port
+// p+10000 is free too. It draws from 15000-24999, below Linux's
+// ephemeral range, so that p+10000 is a valid port.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		p := 15000 + rand.IntN(10000)
+		if portFree(p) && portFree(p+10000) {
+			return p
+		}
+	}
+	t.Fatal("no free port pair (p, p+10000) for a cluster node")
+	return 0
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// poll calls f every 20 ms until it returns true or timeout passes, then
+// fails the test with what's last message.
+func poll(t testing.TB, timeout time.Duration, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, msg := f()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %s", what, timeout, msg)
+		}
+		<-tick.C
+	}
+}

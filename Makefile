@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build image bench fuzz
+.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
 ## The shell execs the built binary instead of `go run`, whose child would
@@ -23,6 +23,18 @@ image:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## redis-cluster: a local Redis Cluster (3 masters, 3 replicas) on free
+## loopback ports; prints the REDIS_URL line to eval. redis-cluster-down
+## stops it. redis-sentinel(-down): a primary, a replica and 3 sentinels.
+redis-cluster:
+	@scripts/redis-cluster.sh up
+redis-cluster-down:
+	@scripts/redis-cluster.sh down
+redis-sentinel:
+	@scripts/redis-sentinel.sh up
+redis-sentinel-down:
+	@scripts/redis-sentinel.sh down
 
 ## bench: micro-benchmarks of the engine, then the load harness (scripts/bench;
 ## BENCH_FLAGS=-quick for a short run, -million for 1M schedules).

@@ -204,11 +204,9 @@ type Plan struct {
 	Runs         []PlannedRun
 }
 
-// Commit applies plans of one shard — run records, asynq tasks, the
-// schedules' advance — atomically per call and reports which applied; a
-// stale plan (the schedule changed since ReadDue) writes nothing. In an
-// applied plan it marks the runs it wrote (Written).
-func (s *Store) Commit(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
+// commitCall is one call of commit.lua: Commit for plans carrying at
+// most CommitRunsMax runs between them (or one plan), atomically.
+func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/chronos-sched/chronos/queue"
 )
 
 const (
@@ -11,6 +13,10 @@ const (
 	TickIntervalDefault = time.Second
 	// MaxCatchupPerTickDefault bounds the runs one schedule emits per tick.
 	MaxCatchupPerTickDefault = 100
+	// MaxCatchupPerTickMax is the largest MaxCatchupPerTick: one
+	// schedule's runs of a tick go to Redis in one script call, which
+	// carries at most queue.CommitRunsMax runs.
+	MaxCatchupPerTickMax = queue.CommitRunsMax
 	// LeaseTTLDefault is a shard lease's lifetime; a dead replica's shards
 	// are taken over within it.
 	LeaseTTLDefault = 5 * time.Second
@@ -37,8 +43,8 @@ type Config struct {
 	// TickInterval is the period of each shard loop. Default
 	// TickIntervalDefault.
 	TickInterval time.Duration
-	// MaxCatchupPerTick bounds the runs one schedule emits per tick.
-	// Default MaxCatchupPerTickDefault.
+	// MaxCatchupPerTick bounds the runs one schedule emits per tick, at
+	// most MaxCatchupPerTickMax. Default MaxCatchupPerTickDefault.
 	MaxCatchupPerTick int
 	// LeaseTTL is a shard lease's lifetime. Default LeaseTTLDefault.
 	LeaseTTL time.Duration
@@ -82,6 +88,9 @@ func (c Config) validate() error {
 		// than it grows, or it never catches up.
 		return fmt.Errorf("scheduler: Config.MaxCatchupPerTick (%d) must exceed %d, twice the runs a schedule firing every second makes per tick at Config.TickInterval %s, or a catch-up never finishes",
 			c.MaxCatchupPerTick, c.firesPerTick(), c.TickInterval)
+	case c.MaxCatchupPerTick > MaxCatchupPerTickMax:
+		return fmt.Errorf("scheduler: Config.MaxCatchupPerTick must be at most %d, the runs one commit script call carries, got %d",
+			MaxCatchupPerTickMax, c.MaxCatchupPerTick)
 	case c.LeaseTTL < time.Second:
 		return fmt.Errorf("scheduler: Config.LeaseTTL must be at least 1s, got %s", c.LeaseTTL)
 	case c.PageSize < 1 || c.PageSize > 10000:

@@ -27,6 +27,11 @@ type CLI struct {
 	MCP       MCPCmd       `cmd:"" name:"mcp" help:"Serve the cron tool (cron_add, cron_list, cron_remove) to an MCP client over stdio, through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
 	Import    ImportCmd    `cmd:"" help:"Import jobs from another scheduler through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
 	Export    ExportCmd    `cmd:"" help:"Export jobs for another scheduler through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
+
+	Schedule   ScheduleCmd   `cmd:"" group:"client" help:"List, show, create, pause, resume, delete, trigger and backfill schedules through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
+	Alarm      AlarmCmd      `cmd:"" group:"client" help:"Set, list and cancel an agent's alarms through a chronos API (CHRONOS_URL, and CHRONOS_TOKEN or --owner)."`
+	Workflow   WorkflowCmd   `cmd:"" group:"client" help:"Store and read workflow versions' DAGs through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell's completion hook: source <(chronos completion bash), or zsh, or fish > ~/.config/fish/completions/chronos.fish."`
 }
 
 // Common settings of every long-running command.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -28,10 +26,11 @@ import (
 // So they run wherever the agent or its operator is, with nothing but a
 // URL and a token.
 
-// ClientOpts are how a command reaches a chronos API as an agent.
+// ClientOpts are how a command reaches a chronos API: as an agent
+// (alarms, the cron tool) or as a service (schedules, workflows).
 type ClientOpts struct {
 	URL   string `name:"url" env:"CHRONOS_URL" default:"http://127.0.0.1:8080" help:"Base URL of the chronos API."`
-	Token string `name:"token" env:"CHRONOS_TOKEN" help:"Bearer token whose sub is the agent's DID (did:matrix:<user_id>:<keyfp>): the owner of the jobs. Prefer the environment to the flag (ps shows flags)."`
+	Token string `name:"token" env:"CHRONOS_TOKEN" help:"Bearer token. For alarms, mcp, import and export: an agent's, whose sub is its DID (did:matrix:<user_id>:<keyfp>), the owner of the jobs; for schedule and workflow: one with their scopes (chronos dev needs none). Prefer the environment to the flag (ps shows flags)."`
 }
 
 // OwnerOpts let an operator act for an owner without the owner's token,
@@ -56,24 +55,24 @@ func (o OwnerOpts) token(c ClientOpts) (string, error) {
 		return c.Token, nil
 	}
 	if _, err := auth.ParseDID(o.Owner); err != nil {
-		return "", fmt.Errorf("--owner: %w", err)
+		return "", usageErrorf("--owner: %w", err)
 	}
 	if c.Token != "" {
 		if sub := tokenSubject(c.Token); sub != o.Owner {
-			return "", fmt.Errorf("--owner %s is not CHRONOS_TOKEN's sub (%q): the API acts for the token's sub; drop --owner, or CHRONOS_TOKEN to mint one", o.Owner, sub)
+			return "", usageErrorf("--owner %s is not CHRONOS_TOKEN's sub (%q): the API acts for the token's sub; drop --owner, or CHRONOS_TOKEN to mint one", o.Owner, sub)
 		}
 		return c.Token, nil
 	}
 	key, err := signingKey(o.Secret, o.Key,
 		errors.New("--owner without CHRONOS_TOKEN mints a token, and needs AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY to sign it"))
 	if err != nil {
-		return "", err
+		return "", &exitError{code: ExitAuth, err: err}
 	}
 	return auth.Mint(auth.Grant{Subject: o.Owner, TTL: ownerTokenTTL, Issuer: o.Issuer, Audience: o.Aud}, []byte(o.Secret), key)
 }
 
-var errNoToken = errors.New("no token: set CHRONOS_TOKEN to a token whose sub is the agent's DID " +
-	"(`chronos token --sub did:matrix:<user_id>:<keyfp> --scope schedules:read` mints one; chronos dev prints one), or pass --owner")
+var errNoToken error = &exitError{code: ExitAuth, err: errors.New("no token: set CHRONOS_TOKEN to a token whose sub is the agent's DID " +
+	"(`chronos token --sub did:matrix:<user_id>:<keyfp> --scope schedules:read` mints one; chronos dev prints one), or pass --owner")}
 
 // tokenSubject reads a JWT's sub without verifying it (the API does);
 // "" when it cannot.
@@ -83,54 +82,6 @@ func tokenSubject(tok string) string {
 		return ""
 	}
 	return c.Subject
-}
-
-// apiClient calls a chronos API with a bearer token.
-type apiClient struct {
-	base  string
-	token string
-	http  *http.Client
-}
-
-func newAPIClient(url, token string) *apiClient {
-	return &apiClient{base: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: time.Minute}}
-}
-
-// do sends a request and returns the body of a 2xx answer; any other
-// answer is an error quoting the API's message.
-func (c *apiClient) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("CHRONOS_URL=%s: %w", c.base, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("chronos API at %s (CHRONOS_URL): %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct{ Message string } `json:"error"`
-		}
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		return nil, fmt.Errorf("%s %s: chronos answered %d: %s", method, path, resp.StatusCode, msg)
-	}
-	return b, nil
 }
 
 // MCPCmd serves the cron tool to an MCP client over stdio.

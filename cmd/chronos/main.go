@@ -24,7 +24,7 @@ func main() {
 	go forceExitOnSecondSignal(ctx, stop)
 	if err := execute(ctx, os.Args[1:], &Env{Stdout: os.Stdout, Stderr: os.Stderr}); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err)) // client.go: what each status means
 	}
 }
 
@@ -50,11 +50,15 @@ func execute(ctx context.Context, args []string, env *Env) error {
 		kong.Name("chronos"),
 		kong.Description("A distributed scheduler on Redis: exactly one run per planned time."),
 		kong.UsageOnError(),
+		kong.ExplicitGroups([]kong.Group{{Key: "client", Title: "Commands for people and scripts, through a chronos API (docs/cli.md):"}}),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
 	if err != nil {
 		return err
+	}
+	if completeCommandLine(parser) {
+		return nil
 	}
 	kctx, err := parser.Parse(args)
 	if err != nil {

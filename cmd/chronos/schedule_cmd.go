@@ -217,7 +217,7 @@ func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 	}
 	if len(d.RecentRuns) > 0 {
 		fmt.Fprintln(w, "\nRecent runs:")
-		if err := printRuns(w, runRows(d.RecentRuns), zone, "  "); err != nil {
+		if err := printRuns(w, d.RecentRuns, zone, "  "); err != nil {
 			return err
 		}
 	}
@@ -266,24 +266,8 @@ func skipReason(r string) string {
 	return r
 }
 
-// runRow is a run as the CLI reads it: reason is read when the API has
-// it (the run ledger's), without the CLI depending on it.
-type runRow struct {
-	model.Run
-	Reason string `json:"reason"`
-}
-
-// runRows wraps runs already decoded without their reasons.
-func runRows(runs []*model.Run) []runRow {
-	out := make([]runRow, len(runs))
-	for i, r := range runs {
-		out[i] = runRow{Run: *r}
-	}
-	return out
-}
-
 // printRuns writes a table of runs, times in zone.
-func printRuns(w io.Writer, runs []runRow, zone, indent string) error {
+func printRuns(w io.Writer, runs []*model.Run, zone, indent string) error {
 	tw := newTable(w)
 	row(tw, indent+"RUN AT", "STATUS", "REASON", "SOURCE", "ATTEMPTS", "KEY", "ERROR")
 	for _, r := range runs {
@@ -291,7 +275,7 @@ func printRuns(w io.Writer, runs []runRow, zone, indent string) error {
 		if msg == "" {
 			msg = r.LastError
 		}
-		row(tw, indent+localTime(&r.RunAt, zone), string(r.Status), dash(r.Reason), dash(string(r.Source)),
+		row(tw, indent+localTime(&r.RunAt, zone), string(r.Status), dash(string(r.Reason)), dash(string(r.Source)),
 			strconv.Itoa(r.Attempts), shortKey(r.IdempotencyKey), dash(oneLine(msg, 80)))
 	}
 	return tw.Flush()
@@ -536,7 +520,7 @@ type ScheduleRunsCmd struct {
 	apiConn
 	Limit    int    `name:"limit" default:"20" help:"Most runs to list (1-1000)."`
 	Status   string `name:"status" enum:",ENQUEUED,STARTED,SUCCESS,FAILED,SKIPPED" default:"" help:"Only runs of this status."`
-	Reason   string `name:"reason" help:"Only runs of this reason (skipped or failed runs: overlap, paused, retries_exhausted, ...)."`
+	Reason   string `name:"reason" help:"Only runs of this reason (why a run was SKIPPED or FAILED: overlap, paused, retries_exhausted, ...; an API that predates reasons refuses it)."`
 	Upcoming bool   `name:"upcoming" help:"The runs queued ahead of their time instead, soonest first."`
 }
 
@@ -553,9 +537,7 @@ func (c *ScheduleRunsCmd) Run(ctx context.Context, env *Env) error {
 		q.Set("upcoming", "true")
 	}
 	cl := c.client()
-	var list struct {
-		Runs []runRow `json:"runs"`
-	}
+	var list api.RunList
 	b, err := cl.getJSON(ctx, schedulePath(c.ID)+"/runs?"+q.Encode(), &list)
 	if err != nil {
 		return scheduleNotFound(err, c.ID)

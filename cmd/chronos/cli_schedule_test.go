@@ -182,7 +182,7 @@ func TestCLIScheduleLifecycle(t *testing.T) {
 		"Policies:   overlap skip, catch-up none, jitter 0ms\n", "\nNext fire times in Europe/Berlin:\n", "\nRecent runs:\n  RUN AT"} {
 		require.Contains(t, out, want)
 	}
-	require.Regexp(t, `(?m)^Last run:   \w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET  (SUCCESS|ENQUEUED|STARTED)`, out)
+	require.Regexp(t, `(?m)^Last run:   \w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET  (SUCCESS|ENQUEUED|STARTED|SKIPPED|FAILED)`, out)
 	require.Regexp(t, `(?m)^  \w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, out)
 	var d api.ScheduleDetail
 	b.okJSON(&d, "schedule", "get", "tick", "--runs", "2")

@@ -50,6 +50,7 @@ var routeScopes = map[string]auth.Scope{
 	"GET /runs/:idempotency_key":              auth.ScopeSchedulesRead,
 	"POST /schedules/upsert":                  auth.ScopeSchedulesWrite,
 	"POST /schedules/pause":                   auth.ScopeSchedulesWrite,
+	"POST /schedules/:id/backfill":            auth.ScopeSchedulesWrite,
 	"POST /runs/:idempotency_key/status":      auth.ScopeRunsWrite,
 	"DELETE /schedules/:id":                   auth.ScopeAdmin,
 	"POST /run-launcher/start":                auth.ScopeAdmin,

@@ -151,6 +151,7 @@ func TestAccessScopes(t *testing.T) {
 		"GET /runs/x":                 auth.ScopeSchedulesRead,
 		"POST /schedules/upsert":      auth.ScopeSchedulesWrite,
 		"POST /schedules/pause":       auth.ScopeSchedulesWrite,
+		"POST /schedules/x/backfill":  auth.ScopeSchedulesWrite,
 		"POST /runs/x/status":         auth.ScopeRunsWrite,
 		"DELETE /schedules/x":         auth.ScopeAdmin,
 		"POST /run-launcher/start":    auth.ScopeAdmin,

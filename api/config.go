@@ -118,6 +118,13 @@ type Config struct {
 	// RateBurst is how many requests a client may send at once above
 	// RateLimit. Default RateBurstDefault (100).
 	RateBurst int
+	// BackfillMaxRuns bounds the planned times one backfill, or a
+	// resume's replay, may hold; more is a 400 (BACKFILL_MAX_RUNS).
+	// Default BackfillMaxRunsDefault (1000).
+	BackfillMaxRuns int
+	// BackfillRate is how many of a backfill's runs become runnable per
+	// second (BACKFILL_RATE). Default BackfillRateDefault (10).
+	BackfillRate int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -134,6 +141,8 @@ func (c *Config) WithDefaults() Config {
 	v.BodyReadTimeout = cmp.Or(v.BodyReadTimeout, BodyReadTimeoutDefault)
 	v.RateLimit = cmp.Or(v.RateLimit, RateLimitDefault)
 	v.RateBurst = cmp.Or(v.RateBurst, RateBurstDefault)
+	v.BackfillMaxRuns = cmp.Or(v.BackfillMaxRuns, BackfillMaxRunsDefault)
+	v.BackfillRate = cmp.Or(v.BackfillRate, BackfillRateDefault)
 	v.AlarmMaxFailures = cmp.Or(v.AlarmMaxFailures, AlarmMaxFailuresDefault)
 	v.AlarmPayloadMaxBytes = cmp.Or(v.AlarmPayloadMaxBytes, AlarmPayloadMaxBytesDefault)
 	v.AlarmLabelMaxBytes = cmp.Or(v.AlarmLabelMaxBytes, AlarmLabelMaxBytesDefault)
@@ -162,6 +171,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: Config.RateLimit must not be negative, got %v", c.RateLimit)
 	case c.RateBurst < 1:
 		return fmt.Errorf("api: Config.RateBurst must be positive, got %d", c.RateBurst)
+	case c.BackfillMaxRuns < 1:
+		return fmt.Errorf("api: Config.BackfillMaxRuns must be positive, got %d", c.BackfillMaxRuns)
+	case c.BackfillRate < 1:
+		return fmt.Errorf("api: Config.BackfillRate must be positive, got %d", c.BackfillRate)
 	case c.Auth == nil && !c.Open:
 		return errors.New("api: Config needs Auth (a token verifier) or Open (no authentication: chronos dev, --insecure)")
 	case c.Auth != nil && c.Open:

@@ -59,6 +59,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.GET("/schedules/:id", s.getSchedule)
 	e.DELETE("/schedules/:id", s.deleteSchedule)
 	e.GET("/schedules/:id/runs", s.listRuns)
+	e.POST("/schedules/:id/backfill", s.backfillSchedule)
 	e.GET("/runs/:idempotency_key", s.getRun)
 	e.POST("/runs/:idempotency_key/status", s.reportStatus)
 	e.POST("/run-launcher/start", s.startManualRun, s.idempotent)

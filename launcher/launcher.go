@@ -324,7 +324,7 @@ func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 	}
 
 	target, dag := runTarget{p.WorkflowID, p.Version, p.UserID}, st.DAG
-	if p.Source == model.SourceSchedule {
+	if p.Source == model.SourceSchedule || p.Source == model.SourceBackfill {
 		if skip, err := l.skipUnstartable(ctx, p, st, due, started, firstAttempt); skip || err != nil {
 			return nil, err
 		}
@@ -383,7 +383,9 @@ func (l *Launcher) prepareWake(ctx context.Context, a attempt, rec *model.Schedu
 func (l *Launcher) skipUnstartable(ctx context.Context, p *queue.TaskPayload, st *queue.LaunchState, due, started time.Time, firstAttempt bool) (bool, error) {
 	sched, reason := stillPlanned(st.Schedule, p)
 	late := false
-	if reason == "" {
+	// A backfill run is late on purpose: the catch-up policy is not
+	// its schedule's to apply.
+	if reason == "" && p.Source != model.SourceBackfill {
 		reason = missedAtLaunch(st.Schedule, sched, p, due, started, l.cfg.LaunchGrace)
 		late = reason != ""
 	}

@@ -45,6 +45,9 @@ const (
 	SourceSchedule RunSource = "schedule"
 	// SourceManual: POST /run-launcher/start.
 	SourceManual RunSource = "manual"
+	// SourceBackfill: POST /schedules/:id/backfill, or a resume's replay
+	// of the time a schedule was paused.
+	SourceBackfill RunSource = "backfill"
 )
 
 // Run is the record of one planned run, keyed by its idempotency key.

@@ -123,6 +123,9 @@ type ScheduleRecord struct {
 	JitterMs      int64         `json:"jitter_ms"`
 	OverlapPolicy OverlapPolicy `json:"overlap_policy"`
 	CatchupPolicy CatchupPolicy `json:"catchup_policy"`
+	// PauseAfterFailures, when positive, pauses the schedule after that
+	// many consecutive FAILED runs; a SUCCESS resets the count. 0: never.
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 	// Anchor is where "every" and "@every" intervals count from; set when
 	// the schedule is created or its timing changes.
 	Anchor    time.Time `json:"anchor"`
@@ -132,10 +135,35 @@ type ScheduleRecord struct {
 	Paused    bool       `json:"paused"`
 	NextRunAt *time.Time `json:"next_run_at"`
 
+	// ConsecutiveFailures counts the schedule's FAILED runs since its
+	// last SUCCESS or resume (see PauseAfterFailures).
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
+	// PausedReason says why a paused schedule is: PausedManual or
+	// PausedFailures; PausedNote is the caller's note or what failed,
+	// PausedAt when it paused.
+	PausedReason PausedReason `json:"paused_reason,omitempty"`
+	PausedNote   string       `json:"paused_note,omitempty"`
+	PausedAt     *time.Time   `json:"paused_at,omitempty"`
+	// LastError is the error of the schedule's last FAILED run.
+	LastError string `json:"last_error,omitempty"`
+
 	// Alarm is set on an agent's alarm (Target TargetWake) and nil on a
 	// registrar's schedule. The API renders it in the alarm's own view.
 	Alarm *Alarm `json:"-"`
 }
+
+// PausedReason says why a schedule is paused.
+type PausedReason string
+
+const (
+	// PausedManual: POST /schedules/pause (or an upsert with paused).
+	PausedManual PausedReason = "manual"
+	// PausedFailures: its runs failed pause_after_failures times in a row.
+	PausedFailures PausedReason = "pause_after_failures"
+)
+
+// MaxPauseAfterFailures bounds pause_after_failures.
+const MaxPauseAfterFailures = 1000
 
 // MaxJitterMs bounds jitter_ms: a day.
 const MaxJitterMs = 24 * 60 * 60 * 1000
@@ -189,6 +217,9 @@ func (r *ScheduleRecord) Validate() error {
 	errs.Add(ValidateText("user_id", r.UserID))
 	if r.JitterMs < 0 || r.JitterMs > MaxJitterMs {
 		errs.Add(&FieldError{"jitter_ms", fmt.Sprintf("must be between 0 and %d", MaxJitterMs)})
+	}
+	if r.PauseAfterFailures < 0 || r.PauseAfterFailures > MaxPauseAfterFailures {
+		errs.Add(&FieldError{"pause_after_failures", fmt.Sprintf("must be between 0 (never) and %d", MaxPauseAfterFailures)})
 	}
 	if _, err := ParseOverlapPolicy(string(r.OverlapPolicy)); err != nil {
 		errs.Add(&FieldError{"overlap_policy", err.Error()})

@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -70,6 +71,10 @@ type Config struct {
 	// refuses one more (ErrQuota) until some fire or are cancelled.
 	// Default AlarmMaxActiveDefault.
 	AlarmMaxActive int
+	// Logger receives what the store notices on its own, such as a
+	// schedule pausing itself after failed runs (pause_after_failures).
+	// Default nil: not logged.
+	Logger *slog.Logger
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.

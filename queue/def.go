@@ -21,7 +21,7 @@ import (
 // next fire time) and ver (bumped on every definition write) are fields of
 // the same hash.
 var defFields = []string{sfOwner, sfKind, sfTarget, sfWorkflow, sfVersion, sfUser, sfCron, sfDialect, sfZone,
-	sfEvery, sfFireAt, sfDelay, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfAnchor, sfCreated, sfUpdated,
+	sfEvery, sfFireAt, sfDelay, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfPauseAfter, sfAnchor, sfCreated, sfUpdated,
 	afLabel, afConversation, afWakeMessage, afPayload, afIdempotency, afMaxFailures}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
@@ -64,6 +64,7 @@ func encodeDef(r *model.ScheduleRecord) []string {
 	add(sfJitter, num(r.JitterMs))
 	add(sfOverlap, string(r.OverlapPolicy))
 	add(sfCatchup, string(r.CatchupPolicy))
+	add(sfPauseAfter, num(int64(r.PauseAfterFailures)))
 	add(sfAnchor, msString(r.Anchor))
 	add(sfCreated, msString(r.CreatedAt))
 	add(sfUpdated, msString(r.UpdatedAt))
@@ -116,6 +117,7 @@ func decodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 		FireAt: opt(sfFireAt), DelaySeconds: num(sfDelay), StartAt: opt(sfStartAt), EndAt: opt(sfEndAt),
 		JitterMs: num(sfJitter), OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
 		Anchor: fromMS(num(sfAnchor)), CreatedAt: fromMS(num(sfCreated)), UpdatedAt: fromMS(num(sfUpdated)),
+		PauseAfterFailures: int(num(sfPauseAfter)),
 	}
 	if r.Target == model.TargetWake {
 		a := &model.Alarm{

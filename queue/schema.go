@@ -20,26 +20,27 @@ import (
 // (defFields), one field per record field, each left out when empty.
 // Times are Unix milliseconds.
 const (
-	sfOwner    = "o"  // owner's DID; empty for a registrar's schedule
-	sfKind     = "k"  // kind: cron, once or every
-	sfTarget   = "t"  // target: workflow or wake
-	sfWorkflow = "w"  // workflow id
-	sfVersion  = "v"  // workflow version
-	sfUser     = "u"  // user id the runs act for
-	sfCron     = "c"  // cron expression
-	sfDialect  = "d"  // cron dialect
-	sfZone     = "z"  // IANA time zone
-	sfEvery    = "e"  // interval of an "every" schedule, seconds
-	sfFireAt   = "f"  // fire time of a "once" schedule
-	sfDelay    = "ds" // delay_seconds a "once" schedule's fire time was resolved from
-	sfStartAt  = "s"  // no run before this time
-	sfEndAt    = "x"  // no run after this time
-	sfJitter   = "j"  // jitter, ms: also the act lead of a held schedule
-	sfOverlap  = "op" // overlap policy: skip, queue or allow
-	sfCatchup  = "cp" // catch-up policy
-	sfAnchor   = "a"  // anchor of @every and "every" timings
-	sfCreated  = "cr" // created at
-	sfUpdated  = "up" // updated at
+	sfOwner      = "o"  // owner's DID; empty for a registrar's schedule
+	sfKind       = "k"  // kind: cron, once or every
+	sfTarget     = "t"  // target: workflow or wake
+	sfWorkflow   = "w"  // workflow id
+	sfVersion    = "v"  // workflow version
+	sfUser       = "u"  // user id the runs act for
+	sfCron       = "c"  // cron expression
+	sfDialect    = "d"  // cron dialect
+	sfZone       = "z"  // IANA time zone
+	sfEvery      = "e"  // interval of an "every" schedule, seconds
+	sfFireAt     = "f"  // fire time of a "once" schedule
+	sfDelay      = "ds" // delay_seconds a "once" schedule's fire time was resolved from
+	sfStartAt    = "s"  // no run before this time
+	sfEndAt      = "x"  // no run after this time
+	sfJitter     = "j"  // jitter, ms: also the act lead of a held schedule
+	sfOverlap    = "op" // overlap policy: skip, queue or allow
+	sfCatchup    = "cp" // catch-up policy
+	sfPauseAfter = "pf" // pause_after_failures: consecutive FAILED runs that pause it
+	sfAnchor     = "a"  // anchor of @every and "every" timings
+	sfCreated    = "cr" // created at
+	sfUpdated    = "up" // updated at
 )
 
 // Fields of a schedule hash that are its state, not its definition.
@@ -52,6 +53,37 @@ const (
 	sfHeld     = "held"     // "1" while a "queue" schedule waits for its run in flight
 	sfReleased = "rel"      // "1": next waited for a run that ended, so it is due however late
 	sfResumed  = "rs"       // last resumed, or its jitter changed; no run of next fires before it
+)
+
+// Fields of a schedule hash kept by auto-pause (autopause.lua) and pause.lua.
+const (
+	sfFailStreak   = "fs" // consecutive FAILED runs since the last SUCCESS or resume
+	sfFailErr      = "fe" // error of the last FAILED run
+	sfPausedWhy    = "pw" // why it is paused: pausedManual or pausedFailures
+	sfPausedNote   = "pn" // the pause's note: the caller's, or what failed
+	sfPausedAt     = "pa" // when it paused, ms
+	sfReplay       = "rp" // "from:to" ms: a resume's replay not yet enqueued (catchup replay)
+	pausedManual   = string(model.PausedManual)
+	pausedFailures = string(model.PausedFailures)
+)
+
+// segAutoPaused is the key after a shard's prefix counting the schedules
+// of the shard auto-pause paused (chronos_schedules_auto_paused_total).
+const segAutoPaused = "autopaused"
+
+// backfill.lua's answers, KEYS and ARGV strides (see its header).
+const (
+	backfillNotFound = -1 // no such schedule (or an alarm)
+	backfillStale    = -2 // the definition changed since the times were computed
+	backfillPaused   = -3 // the schedule is paused
+
+	runTaken         = "t" // not written: a manual run or a live task holds the key
+	runBeforeHistory = "h" // not written: older than the oldest record of a full history
+
+	backfillHeaderKeys = 6
+	backfillRunKeys    = 3
+	backfillHeaderArgs = 5
+	backfillRunArgs    = 5
 )
 
 // Fields of an alarm's schedule hash (target wake) beside its schedule's.
@@ -156,6 +188,7 @@ const (
 	stSkipped    = string(model.RunSkipped)     // rfStatus: final, never started
 	srcSchedule  = string(model.SourceSchedule) // rfSource: planned by a scheduler
 	srcManual    = string(model.SourceManual)   // rfSource: POST /run-launcher/start
+	srcBackfill  = string(model.SourceBackfill) // rfSource: POST /schedules/:id/backfill, a resume's replay
 	overlapQueue = string(model.OverlapQueue)   // sfOverlap: runs wait for the one in flight
 )
 
@@ -280,6 +313,12 @@ var luaNames = []struct {
 	{"runWritten", runWritten}, {"runKept", runKept}, {"runCut", runCut},
 	{"commitHeaderArgs", commitHeaderArgs}, {"commitPlanArgs", commitPlanArgs}, {"commitRunArgs", commitRunArgs},
 	{"upsertHeaderArgs", upsertHeaderArgs}, {"alarmCreateHeaderArgs", alarmCreateHeaderArgs},
+	{"sfPauseAfter", sfPauseAfter}, {"sfFailStreak", sfFailStreak}, {"sfFailErr", sfFailErr}, {"sfPausedWhy", sfPausedWhy},
+	{"sfPausedNote", sfPausedNote}, {"sfPausedAt", sfPausedAt}, {"sfReplay", sfReplay}, {"pausedManual", pausedManual},
+	{"pausedFailures", pausedFailures}, {"segAutoPaused", segAutoPaused}, {"srcBackfill", srcBackfill},
+	{"backfillNotFound", backfillNotFound}, {"backfillStale", backfillStale}, {"backfillPaused", backfillPaused},
+	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"backfillHeaderKeys", backfillHeaderKeys},
+	{"backfillRunKeys", backfillRunKeys}, {"backfillHeaderArgs", backfillHeaderArgs}, {"backfillRunArgs", backfillRunArgs},
 }
 
 // luaPrelude declares luaNames as Lua locals.

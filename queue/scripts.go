@@ -105,6 +105,7 @@ var (
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle")
 	expireInflightScript = loadScript("expire_inflight", "unhold", "release", "run_record", "alarm_lifecycle")
 	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")
+	backfillScript       = loadScript("backfill", "enqueue_task", "run_record")
 	heartbeatScript      = loadScript("heartbeat")
 	attemptScript        = loadScript("attempt", "alarm_lifecycle")
 	putWorkflowScript    = loadScript("put_workflow")

@@ -247,6 +247,7 @@ func scheduleFromHash(id string, h map[string]string) (*model.ScheduleRecord, er
 		rec.NextRunAt = &t
 	}
 	rec.Paused = h[sfPaused] != ""
+	decodePauseState(rec, h)
 	return rec, nil
 }
 

@@ -98,6 +98,9 @@ type APIOpts struct {
 	AlarmPayloadMaxBytes     int `name:"alarm-payload-max-bytes" env:"ALARM_PAYLOAD_MAX_BYTES" default:"65536" help:"Largest alarm payload, as posted; larger is a 413."`
 	AlarmLabelMaxBytes       int `name:"alarm-label-max-bytes" env:"ALARM_LABEL_MAX_BYTES" default:"200" help:"Longest alarm label; longer is a 400."`
 	AlarmWakeMessageMaxBytes int `name:"alarm-wake-message-max-bytes" env:"ALARM_WAKE_MESSAGE_MAX_BYTES" default:"16384" help:"Longest alarm wake_message; longer is a 400."`
+
+	BackfillMaxRuns int `name:"backfill-max-runs" env:"BACKFILL_MAX_RUNS" default:"1000" help:"Most planned runs one backfill (POST /schedules/:id/backfill) or a resume's replay may enqueue; a larger range is a 400 saying where to cut it."`
+	BackfillRate    int `name:"backfill-rate" env:"BACKFILL_RATE" default:"10" help:"Runs of one backfill made runnable per second, in order."`
 }
 
 // DevCmd runs everything on an embedded Redis.

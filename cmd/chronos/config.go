@@ -52,6 +52,8 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.AlarmPayloadMaxBytes", "ALARM_PAYLOAD_MAX_BYTES"},
 	{"Config.AlarmLabelMaxBytes", "ALARM_LABEL_MAX_BYTES"},
 	{"Config.AlarmWakeMessageMaxBytes", "ALARM_WAKE_MESSAGE_MAX_BYTES"},
+	{"Config.BackfillMaxRuns", "BACKFILL_MAX_RUNS"},
+	{"Config.BackfillRate", "BACKFILL_RATE"},
 }
 
 var settingReplacer = func() *strings.Replacer {
@@ -133,5 +135,7 @@ func apiConfig(o *APIOpts) *api.Config {
 		AlarmPayloadMaxBytes:     o.AlarmPayloadMaxBytes,
 		AlarmLabelMaxBytes:       o.AlarmLabelMaxBytes,
 		AlarmWakeMessageMaxBytes: o.AlarmWakeMessageMaxBytes,
+		BackfillMaxRuns:          o.BackfillMaxRuns,
+		BackfillRate:             o.BackfillRate,
 	}
 }

@@ -33,7 +33,8 @@ func TestEveryFieldTheBinarySetsIsNamed(t *testing.T) {
 	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, RunTimeout: time.Second, MisfireGraceMS: 1}
 	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second}
 	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1,
-		AlarmMaxFailures: 1, AlarmPayloadMaxBytes: 1, AlarmLabelMaxBytes: 1, AlarmWakeMessageMaxBytes: 1}
+		AlarmMaxFailures: 1, AlarmPayloadMaxBytes: 1, AlarmLabelMaxBytes: 1, AlarmWakeMessageMaxBytes: 1,
+		BackfillMaxRuns: 1, BackfillRate: 1}
 	set := map[string]bool{}
 	for _, cfg := range []any{storeConfig(common), schedulerConfig(&sched), launcherConfig(&launch, launcher.LogExecutor{}), apiConfig(&apiOpts)} {
 		v := reflect.ValueOf(cfg).Elem()

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+)
+
+const (
+	// BackfillMaxRunsDefault bounds the planned times one backfill (or a
+	// resume's replay) may hold (BACKFILL_MAX_RUNS).
+	BackfillMaxRunsDefault = 1000
+	// BackfillRateDefault is how many of a backfill's runs become
+	// runnable per second (BACKFILL_RATE).
+	BackfillRateDefault = 10
+)
+
+// BackfillResponse is the body of POST /schedules/:id/backfill.
+type BackfillResponse struct {
+	ScheduleID string    `json:"schedule_id"`
+	From       time.Time `json:"from"`
+	To         time.Time `json:"to"`
+	DryRun     bool      `json:"dry_run"`
+	// Created counts the runs this call created (0 on a dry run).
+	Created int `json:"created"`
+	// Runs are the range's planned times in order, each with what the
+	// backfill did or, on a dry run, would do.
+	Runs []queue.BackfillRun `json:"runs"`
+}
+
+// backfillSchedule enqueues the planned runs of a past range:
+// POST /schedules/:id/backfill {from, to, overlap_policy?, dry_run?}.
+func (s *server) backfillSchedule(c echo.Context) error {
+	id, err := pathID(c, "id", "schedule_id")
+	if err != nil {
+		return err
+	}
+	o, err := s.readObject(c)
+	if err != nil {
+		return err
+	}
+	var errs model.FieldErrors
+	errs.Add(o.unknown("from", "to", "overlap_policy", "dry_run"))
+	at := keep[*time.Time](&errs)
+	from, to := at(o.timestamp("from")), at(o.timestamp("to"))
+	dry := keep[*bool](&errs)(o.boolean("dry_run"))
+	// Backfill runs are never a schedule's run in flight: each starts at
+	// its turn of BACKFILL_RATE, whatever runs beside it (allow).
+	if p := keep[string](&errs)(o.str("overlap_policy")); p != "" && p != string(model.OverlapAllow) {
+		errs.Add(fieldError("overlap_policy", "a backfill supports allow only (its runs start BACKFILL_RATE a second, whatever runs beside them), got %q", p))
+	}
+	now := s.store.Clock().Now()
+	for _, f := range []struct {
+		name string
+		v    *time.Time
+	}{{"from", from}, {"to", to}} {
+		if f.v == nil && !errs.Has(f.name) {
+			errs.Add(fieldError(f.name, "is required (RFC 3339)"))
+		}
+	}
+	if to != nil && to.After(now) {
+		errs.Add(fieldError("to", "is in the future (now is %s): a backfill enqueues past runs only; the scheduler plans the rest",
+			now.UTC().Format(time.RFC3339)))
+	}
+	if from != nil && to != nil && !from.Before(*to) {
+		errs.Add(fieldError("from", "must be before to"))
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	b := queue.Backfill{ScheduleID: id, From: *from, To: *to, DryRun: dry != nil && *dry,
+		MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate}
+	ctx := c.Request().Context()
+	res, err := s.store.RunBackfill(ctx, b)
+	if err != nil {
+		return err
+	}
+	if res.Created > 0 {
+		s.log.InfoContext(ctx, "schedule backfilled", slog.String("schedule_id", id),
+			slog.Time("from", b.From), slog.Time("to", b.To), slog.Int("created", res.Created), slog.Int("planned", len(res.Runs)))
+	}
+	return c.JSON(http.StatusOK, BackfillResponse{ScheduleID: id, From: b.From.UTC(), To: b.To.UTC(), DryRun: b.DryRun,
+		Created: res.Created, Runs: append([]queue.BackfillRun{}, res.Runs...)})
+}

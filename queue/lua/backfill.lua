@@ -1,0 +1,68 @@
+-- Create a page of a schedule's backfill runs (POST /schedules/:id/backfill,
+-- a resume's replay) atomically, each only if absent: as commit.lua's
+-- write_run, a run whose record exists is left alone (it ran, or is
+-- planned, or an earlier backfill made it), and one whose key is taken
+-- (run_record.lua's run_key_taken: a manual run's mark, a live task) is
+-- not written. A run older than the oldest record of a full history
+-- (trimmed records may have been its own) is not written either. So two
+-- backfills of one range, at once or one after the other, write each run
+-- once. The schedule must still have the definition version the times
+-- were computed from, and not be paused.
+-- KEYS[1] -> schedule hash
+-- KEYS[2] -> run history zset of the schedule
+-- KEYS[3] -> asynq:{<queue>}:pending
+-- KEYS[4] -> asynq:{<queue>}:scheduled
+-- KEYS[5] -> asynq:{<queue>}:archived
+-- KEYS[6] -> asynq:{<queue>}:completed
+-- then per run (backfillRunKeys): its run hash, its asynq task hash, its
+--   manual mark (chronos:{<queue>}:manual:<key>)
+-- ARGV[1] -> schedule id
+-- ARGV[2] -> the definition version the times were computed from
+-- ARGV[3] -> now, ms
+-- ARGV[4] -> now, unix ns (asynq's pending_since)
+-- ARGV[5] -> run history kept per schedule
+-- then per run (backfillRunArgs): idempotency key, run_at ms, fire_at ms,
+--   asynq message, process_at unix s ("0" = now)
+-- Output: backfillNotFound, backfillStale or backfillPaused; else a
+-- string of one mark per run: runWritten, runKept (its record exists),
+-- runTaken or runBeforeHistory. The history is trimmed by commit.lua.
+local id, ver, now, nowNS, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s = redis.call('HMGET', KEYS[1], sfVer, sfPaused, sfTarget)
+if not s[1] or s[3] == targetWake then
+  return backfillNotFound
+end
+if s[1] ~= ver then
+  return backfillStale
+end
+if s[2] then
+  return backfillPaused
+end
+-- The history is full when it holds the records kept: a time before its
+-- oldest may have run, its record trimmed since.
+local horizon = nil
+if redis.call('ZCARD', KEYS[2]) >= keep then
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  horizon = tonumber(oldest[2])
+end
+local marks = {}
+local nruns = (#ARGV - backfillHeaderArgs) / backfillRunArgs
+for r = 0, nruns - 1 do
+  local a = backfillHeaderArgs + r * backfillRunArgs
+  local k = backfillHeaderKeys + r * backfillRunKeys
+  local key, at, fire, msg, processAt = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local rkey, tkey, mkey = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local mark = runWritten
+  if redis.call('EXISTS', rkey) == 1 then
+    mark = runKept
+  elseif horizon and tonumber(at) < horizon then
+    mark = runBeforeHistory
+  elseif run_key_taken(mkey, tkey) then
+    mark = runTaken
+  else
+    run_create(rkey, id, at, fire, stEnqueued, now, srcBackfill, nil)
+    enqueue_task(tkey, key, msg, processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+    redis.call('ZADD', KEYS[2], at, key)
+  end
+  marks[#marks + 1] = mark
+end
+return table.concat(marks)

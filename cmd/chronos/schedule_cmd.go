@@ -123,7 +123,10 @@ type ScheduleGetCmd struct {
 // when the API has them, read apart from api.ScheduleDetail so the CLI
 // does not depend on them.
 type scheduleExtras struct {
-	DSTPolicy          json.RawMessage `json:"dst_policy"`
+	DSTPolicy          *struct {
+		SpringForward string `json:"spring_forward"`
+		FallBack      string `json:"fall_back"`
+	} `json:"dst_policy"`
 	PauseAfterFailures int             `json:"pause_after_failures"`
 	PausedReason       string          `json:"paused_reason"`
 	PausedAt           *time.Time      `json:"paused_at"`
@@ -158,8 +161,8 @@ func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 	if d.Explain != "" {
 		row(tw, "Explained:", d.Explain)
 	}
-	if len(x.DSTPolicy) > 0 && string(x.DSTPolicy) != "null" && string(x.DSTPolicy) != `""` {
-		row(tw, "DST policy:", strings.Trim(string(x.DSTPolicy), `"`))
+	if p := x.DSTPolicy; p != nil {
+		row(tw, "DST policy:", fmt.Sprintf("spring forward %s, fall back %s", dash(p.SpringForward), dash(p.FallBack)))
 	}
 	row(tw, "Policies:", fmt.Sprintf("overlap %s, catch-up %s, jitter %dms", r.OverlapPolicy, r.CatchupPolicy, r.JitterMs))
 	if x.PauseAfterFailures > 0 {
@@ -210,9 +213,9 @@ func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 		}
 	}
 	if len(d.PreviewSkipped) > 0 {
-		fmt.Fprintln(w, "\nLocal times that do not happen, so do not fire:")
+		fmt.Fprintln(w, "\nLocal times that do not fire:")
 		for _, s := range d.PreviewSkipped {
-			fmt.Fprintf(w, "  %s  %s\n", skippedLocal(s.Local), skipReason(s.Reason))
+			fmt.Fprintf(w, "  %s  %s\n", skippedLocal(s.Local, zone), skipReason(s.Reason))
 		}
 	}
 	if len(d.RecentRuns) > 0 {
@@ -234,13 +237,14 @@ func previewLocal(local, zone string) string {
 	return t.In(zoneOf(zone)).Format(localLayout)
 }
 
-// skippedLocal shows a skipped local time (a wall clock without offset).
-func skippedLocal(local string) string {
-	t, err := time.Parse(model.LocalLayout, local)
-	if err != nil {
-		return local
+// skippedLocal shows a local time that did not fire: a wall clock
+// without offset (a gap's), or RFC 3339 (the left-out instant of a
+// repeated time).
+func skippedLocal(local, zone string) string {
+	if t, err := time.Parse(model.LocalLayout, local); err == nil {
+		return t.Format("Mon 2006-01-02 15:04:05")
 	}
-	return t.Format("Mon 2006-01-02 15:04:05")
+	return previewLocal(local, zone)
 }
 
 // dstNote explains a preview's DST note.
@@ -260,8 +264,11 @@ func dstNote(n string) string {
 
 // skipReason explains why a local time did not fire.
 func skipReason(r string) string {
-	if r == model.SkipReasonDSTGap {
+	switch r {
+	case model.SkipReasonDSTGap:
 		return "dst_gap: clocks spring forward over it"
+	case "dst_overlap":
+		return "dst_overlap: this local time happens twice, and fires at its other instant (dst_policy fall_back)"
 	}
 	return r
 }

@@ -45,6 +45,7 @@ type AlarmAddCmd struct {
 	Cron         string        `name:"cron" help:"On this cron expression, e.g. \"0 9 * * 1-5\", in --tz."`
 	Every        time.Duration `name:"every" help:"At this interval (whole seconds), e.g. 1h."`
 	TZ           string        `name:"tz" help:"The IANA zone of --cron (default UTC)."`
+	DST          string        `name:"dst-policy" placeholder:"SPRING,FALL" help:"dst_policy of --cron: shift, last, shift,first... (as schedule upsert's)."`
 	Label        string        `name:"label" help:"A one-line name for lists."`
 	Message      string        `name:"message" short:"m" help:"wake_message: what the wake tells the agent."`
 	Payload      string        `name:"payload" help:"A JSON value handed back in the wake, byte for byte."`
@@ -95,6 +96,13 @@ func (c *AlarmAddCmd) Run(ctx context.Context, env *Env) error {
 			return usageErrorf("--payload must be JSON, e.g. '{\"build\": 42}'")
 		}
 		body["payload"] = json.RawMessage(c.Payload)
+	}
+	if c.DST != "" {
+		p, err := dstPolicyFlag(c.DST)
+		if err != nil {
+			return err
+		}
+		body["dst_policy"] = p
 	}
 	if c.MaxFailures != 0 {
 		body["max_failures"] = c.MaxFailures

@@ -90,6 +90,8 @@ type apiError struct {
 func (e *apiError) Error() string {
 	msg := fmt.Sprintf("%s %s: chronos answered %d: %s", e.Method, e.Path, e.Status, e.Message)
 	if len(e.Details) > 1 {
+		// The message joins them with "; ": a line each instead.
+		msg = fmt.Sprintf("%s %s: chronos answered %d: %d fields at fault:", e.Method, e.Path, e.Status, len(e.Details))
 		for _, d := range e.Details {
 			msg += "\n  " + d.Message
 		}

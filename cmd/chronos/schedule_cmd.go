@@ -123,15 +123,15 @@ type ScheduleGetCmd struct {
 // when the API has them, read apart from api.ScheduleDetail so the CLI
 // does not depend on them.
 type scheduleExtras struct {
-	DSTPolicy          *struct {
+	DSTPolicy *struct {
 		SpringForward string `json:"spring_forward"`
 		FallBack      string `json:"fall_back"`
 	} `json:"dst_policy"`
-	PauseAfterFailures int             `json:"pause_after_failures"`
-	PausedReason       string          `json:"paused_reason"`
-	PausedAt           *time.Time      `json:"paused_at"`
-	PausedNote         string          `json:"paused_note"`
-	LastError          string          `json:"last_error"`
+	PauseAfterFailures int        `json:"pause_after_failures"`
+	PausedReason       string     `json:"paused_reason"`
+	PausedAt           *time.Time `json:"paused_at"`
+	PausedNote         string     `json:"paused_note"`
+	LastError          string     `json:"last_error"`
 }
 
 // Run shows the schedule.
@@ -307,6 +307,8 @@ type ScheduleUpsertCmd struct {
 	Jitter   time.Duration `name:"jitter" help:"jitter_ms: each run moves by a fixed offset within plus or minus this."`
 	Overlap  string        `name:"overlap" enum:",skip,queue,allow" default:"" help:"overlap_policy: skip, queue or allow (the API's default: skip)."`
 	Catchup  string        `name:"catchup" enum:",none,latest,fire_immediately,spread" default:"" help:"catchup_policy: none, latest, fire_immediately or spread (the API's default: none)."`
+	DST      string        `name:"dst-policy" placeholder:"SPRING,FALL" help:"dst_policy of a cron schedule: spring forward skip (default) or shift, fall back both (default), first or last; one or both, e.g. shift or shift,last."`
+	PauseN   *int          `name:"pause-after-failures" placeholder:"N" help:"pause_after_failures: pause the schedule after N consecutive failed runs; 0 never."`
 	Paused   *bool         `name:"paused" negatable:"" help:"--paused creates or keeps it paused, --no-paused active; without either an operator's pause is kept."`
 	Set      []string      `name:"set" sep:"none" placeholder:"FIELD=VALUE" help:"Any other field of the body, e.g. --set dst_policy=shift; VALUE is read as JSON, or else as a string. Repeatable."`
 	Key      string        `name:"idempotency-key" help:"Idempotency-Key header: a retried upsert without --id with the same key creates one schedule."`
@@ -384,6 +386,16 @@ func (c *ScheduleUpsertCmd) body() (map[string]any, error) {
 	if c.Paused != nil {
 		set("paused", *c.Paused)
 	}
+	if c.PauseN != nil {
+		set("pause_after_failures", *c.PauseN)
+	}
+	if c.DST != "" {
+		p, err := dstPolicyFlag(c.DST)
+		if err != nil {
+			return nil, err
+		}
+		set("dst_policy", p)
+	}
 	for _, kv := range c.Set {
 		field, value, ok := strings.Cut(kv, "=")
 		if !ok || field == "" {
@@ -396,6 +408,28 @@ func (c *ScheduleUpsertCmd) body() (map[string]any, error) {
 		set(field, v)
 	}
 	return body, nil
+}
+
+// dstPolicyFlag reads --dst-policy's compact form ("shift", "last",
+// "shift,first") into the body's dst_policy object.
+func dstPolicyFlag(v string) (map[string]string, error) {
+	p := map[string]string{}
+	for _, w := range strings.Split(v, ",") {
+		member := ""
+		switch w = strings.TrimSpace(w); w {
+		case "skip", "shift":
+			member = "spring_forward"
+		case "both", "first", "last":
+			member = "fall_back"
+		default:
+			return nil, usageErrorf("--dst-policy %q: %q is none of skip, shift (spring forward) and both, first, last (fall back)", v, w)
+		}
+		if _, dup := p[member]; dup {
+			return nil, usageErrorf("--dst-policy %q: two choices for %s", v, member)
+		}
+		p[member] = w
+	}
+	return p, nil
 }
 
 // wholeSeconds converts a duration flag the API takes in seconds.

@@ -30,6 +30,9 @@ type apiResult struct {
 	elapsed    time.Duration
 	// CPU per upsert: the API process's, Redis's and the load generator's.
 	apiCPU, redisCPU, loadCPU time.Duration
+	// echo is the baseline measured right after: a minimal echo handler
+	// writing one Redis hash per request, same load generator.
+	echo *apiResult
 }
 
 // upsertBody is the body of the i-th request: a new schedule each time.
@@ -92,7 +95,9 @@ func (b *bench) api(ctx context.Context) (*apiResult, error) {
 	}
 	e.logf("api (%s): %d upserts in %s (%.0f/s), %d errors, %d schedules stored", res.load, res.ok,
 		res.elapsed.Round(time.Millisecond), res.rate, res.errors, res.created)
-	return res, nil
+	p.stop(10 * time.Second)
+	res.echo, err = b.apiEcho(ctx, wrk, res.clients)
+	return res, err
 }
 
 // apiGoLoop sends n requests from `clients` goroutines, until the time cap.

@@ -18,8 +18,11 @@ import (
 // no duplicates, every run launched); timings are reported, never tested.
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "peer" { // the asynq.Scheduler child processes
+	switch os.Getenv(childEnv) {
+	case "peer": // the asynq.Scheduler child processes
 		os.Exit(peerChild())
+	case "echo": // the API's baseline
+		os.Exit(echoChild())
 	}
 	os.Exit(m.Run())
 }

@@ -30,6 +30,9 @@ type burstOpts struct {
 	settle time.Duration
 	// verify reads every schedule's runs back (exactly once per schedule).
 	verify bool
+	// warm runs the schedulers with the default lookahead: the runs are
+	// known ahead, in asynq's scheduled set before the due second.
+	warm bool
 }
 
 type burstResult struct {
@@ -56,6 +59,8 @@ type burstResult struct {
 	redisCPU time.Duration // Redis CPU over the same window
 	attempts int           // 2 when the first registration overran the due second
 	cmdstats []cmdStat     // Redis commands during the burst, by time spent
+	ping     durStats      // Redis PING round trips, due-1s .. last enqueue
+	warm     bool          // default lookahead: the runs were enqueued ahead
 }
 
 // firesPerSec is N over the time from the due second to the last enqueue:
@@ -95,14 +100,18 @@ var errRegistrationSlow = errors.New("registration ended too close to the due se
 
 func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burstResult, error) {
 	e := b.e
-	res := &burstResult{n: o.n, replicas: o.replicas}
+	res := &burstResult{n: o.n, replicas: o.replicas, warm: o.warm}
+	lookahead, vars := time.Duration(0), map[string]string{"LOOKAHEAD_MS": "0"}
+	if o.warm {
+		lookahead, vars = lookaheadDefault, nil
+	}
 	if err := e.flush(ctx); err != nil {
 		return nil, err
 	}
 	if err := b.calibrate(ctx); err != nil {
 		return nil, err
 	}
-	store, err := e.newStore(ctx, 0, 0)
+	store, err := e.newStore(ctx, lookahead, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +138,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 	errs := make([]error, o.replicas)
 	for i := range scheds {
 		wg.Go(func() {
-			scheds[i], errs[i] = e.startChronos(ctx, "scheduler", map[string]string{"LOOKAHEAD_MS": "0"})
+			scheds[i], errs[i] = e.startChronos(ctx, "scheduler", vars)
 		})
 	}
 	wg.Wait()
@@ -149,6 +158,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 		cpu0[i], _ = readProcStat(p.pid())
 	}
 	rm := startRedisMeter(ctx, e.rdb)
+	probe := startPingProbe(ctx, e.redisAddr)
 	deadline := due.Add(20*time.Second + time.Duration(o.n/2000)*time.Second)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
 		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: runQueue}.Pending()).Result()
@@ -156,6 +166,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	res.ping = probe.stop()
 	res.enq = arrival(samples, due, int64(o.n))
 	res.redisCPU, res.cmdstats = rm.since(ctx, e.rdb)
 	for i, p := range scheds {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronos-sched/chronos/launcher"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
@@ -41,7 +42,7 @@ import (
 const lookaheadDefault = queue.LookaheadDefault
 
 // scenarios in the order they run.
-var scenarios = []string{"limit", "burst", "dup", "peer", "steady", "footprint", "launch", "api", "profile"}
+var scenarios = []string{"limit", "burst", "warm", "catchup", "dup", "peer", "steady", "footprint", "launch", "api", "profile"}
 
 type config struct {
 	quick, million bool
@@ -49,6 +50,8 @@ type config struct {
 
 	burstSizes, burstReplicas []int
 	settle                    time.Duration
+	warmSizes                 []int
+	catchupN, catchupMissed   int
 	dupN, dupReplicas         int
 
 	peerSizes []int
@@ -95,6 +98,8 @@ type bench struct {
 type results struct {
 	limit      *limitResult
 	bursts     []*burstResult
+	warms      []*burstResult
+	catchup    *catchupResult
 	dup        *burstResult
 	peerDup    *peerResult
 	peers      []*peerResult
@@ -109,8 +114,11 @@ type results struct {
 }
 
 func main() {
-	if os.Getenv(childEnv) == "peer" {
+	switch os.Getenv(childEnv) {
+	case "peer":
 		os.Exit(peerChild())
+	case "echo":
+		os.Exit(echoChild())
 	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -201,6 +209,22 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 				b.res.bursts = append(b.res.bursts, r)
 			}
 		}
+	case "warm":
+		for _, n := range cfg.warmSizes {
+			// The runs are known ahead: the scheduler writes them to
+			// asynq's scheduled set in the settle time, at most
+			// about 10k a second on this machine, before the due second.
+			settle := cfg.settle + time.Duration(n/8000)*time.Second
+			r, err := b.burst(ctx, burstOpts{n: n, replicas: 1, settle: settle, verify: true, warm: true})
+			if err != nil {
+				return fmt.Errorf("%d: %w", n, err)
+			}
+			b.res.warms = append(b.res.warms, r)
+		}
+	case "catchup":
+		r, err := b.catchup(ctx, cfg.catchupN, cfg.catchupMissed)
+		b.res.catchup = r
+		return err
 	case "dup":
 		r, err := b.burst(ctx, burstOpts{n: cfg.dupN, replicas: cfg.dupReplicas, settle: cfg.settle, verify: true})
 		if err != nil {
@@ -269,10 +293,13 @@ func parseFlags(args []string) (config, error) {
 	burstSizes := fs.String("burst-sizes", "10000,100000", "burst: schedules due in the same second")
 	burstReplicas := fs.String("burst-replicas", "1,2", "burst: scheduler processes")
 	fs.DurationVar(&cfg.settle, "settle", 7*time.Second, "burst: time from the end of registration to the due second (processes start, shards settle)")
+	warmSizes := fs.String("warm-sizes", "10000,100000", "warm: schedules due in the same second with the default lookahead (runs known ahead)")
+	fs.IntVar(&cfg.catchupN, "catchup-n", 1000, "catchup: per-second schedules whose scheduler was down")
+	fs.IntVar(&cfg.catchupMissed, "catchup-missed", 100, "catchup: seconds down, runs each schedule missed (MAX_CATCHUP_PER_TICK caught up in the first tick)")
 	fs.IntVar(&cfg.dupN, "dup-n", 10000, "dup: schedules/entries fired by replicated schedulers (chronos and asynq.Scheduler)")
 	fs.IntVar(&cfg.dupReplicas, "dup-replicas", 3, "dup: replicas of each scheduler")
 
-	peerSizes := fs.String("peer-sizes", "10000,50000", "peer: asynq.Scheduler entries")
+	peerSizes := fs.String("peer-sizes", "10000,100000", "peer: asynq.Scheduler entries")
 	fs.StringVar(&cfg.peerSpec, "peer-spec", "* * * * *", "peer: cron spec of every asynq.Scheduler entry (robfig standard parser)")
 	fs.DurationVar(&cfg.peerWait, "peer-wait", 45*time.Second, "peer: how long after the boundary to wait for all enqueues")
 
@@ -292,7 +319,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.launchN, "launch-n", 20000, "launch: runs drained")
 	launchReplicas := fs.String("launch-replicas", "1,2", "launch: launcher processes")
 	fs.IntVar(&cfg.launchRounds, "launch-rounds", 3, "launch: rounds of a raw drain then a launch, each with launch-n tasks (the median ratio is reported)")
-	fs.IntVar(&cfg.launchConc, "launch-concurrency", 50, "launch: LAUNCHER_CONCURRENCY (as in the steady scenario), also each raw drain server's concurrency")
+	fs.IntVar(&cfg.launchConc, "launch-concurrency", launcher.ConcurrencyDefault, "launch: LAUNCHER_CONCURRENCY (default: the launcher's), also each raw drain server's concurrency")
 
 	fs.IntVar(&cfg.apiN, "api-n", 50000, "api: upserts")
 	fs.IntVar(&cfg.apiClients, "api-clients", 32, "api: concurrent clients")
@@ -316,7 +343,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if cfg.quick {
 		quick := map[string]string{
-			"burst-sizes": "2000", "settle": "4s", "dup-n": "2000",
+			"burst-sizes": "2000", "settle": "4s", "dup-n": "2000", "warm-sizes": "2000", "catchup-n": "100",
 			"peer-sizes": "2000", "peer-spec": "@every 3s", "peer-wait": "8s",
 			"steady-n": "2000", "steady-period": "5s", "steady-minutes": "2", "steady-launcher-concurrency": "20",
 			"footprint-sizes": "2000", "idle": "3s",
@@ -345,7 +372,7 @@ func parseFlags(args []string) (config, error) {
 		}
 		return out
 	}
-	cfg.burstSizes, cfg.burstReplicas = parse(*burstSizes), parse(*burstReplicas)
+	cfg.burstSizes, cfg.burstReplicas, cfg.warmSizes = parse(*burstSizes), parse(*burstReplicas), parse(*warmSizes)
 	cfg.peerSizes, cfg.footprintSizes = parse(*peerSizes), parse(*footprintSizes)
 	cfg.limitClients, cfg.launchReplicas = parse(*limitClients), parse(*launchReplicas)
 	if err != nil {

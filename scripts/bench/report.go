@@ -72,8 +72,15 @@ func (b *bench) rows() []row {
 	}
 
 	for _, r := range res.bursts {
-		name := fmt.Sprintf("2 burst %s ×%d", count(r.n), r.replicas)
+		name := fmt.Sprintf("2 cold burst %s ×%d", count(r.n), r.replicas)
 		b.burstRows(add, name, r, vsLimit)
+	}
+	for _, r := range res.warms {
+		name := fmt.Sprintf("2 warm burst %s ×%d", count(r.n), r.replicas)
+		b.burstRows(add, name, r, vsLimit)
+	}
+	if c := res.catchup; c != nil {
+		b.catchupRows(add, c)
 	}
 	if r := res.dup; r != nil {
 		name := fmt.Sprintf("3 dup chronos ×%d", r.replicas)
@@ -165,7 +172,7 @@ func (b *bench) rows() []row {
 			value: rate(l.rate),
 			vs: fmt.Sprintf("%.2f× raw drain of %d server(s) (%s) in its round · rounds %s", l.ratio(), l.launchers, rate(l.drain),
 				strings.Join(ratios, ", ")),
-			target: "≥ 0.9× drain per process", ok: check(l.ratio() >= 0.9, "")})
+			target: "≥ 1.0× drain per process", ok: check(l.ratio() >= 1.0, "")})
 		success, n := 0, 0
 		for _, r := range s.rounds {
 			success, n = success+r.success, n+r.n
@@ -177,13 +184,23 @@ func (b *bench) rows() []row {
 
 	if a := res.api; a != nil {
 		name := fmt.Sprintf("7 api ×%d clients", a.clients)
+		vsEcho, good := "", false
+		if ec := a.echo; ec != nil && ec.rate > 0 {
+			vsEcho = fmt.Sprintf("**%.2f× the echo baseline** (%s) · ", a.rate/ec.rate, rate(ec.rate))
+			good = a.rate >= 0.5*ec.rate
+		}
 		add(row{scenario: name, figure: "POST /schedules/upsert, new schedules (" + a.load + ")", value: rate(a.rate),
-			vs: fmt.Sprintf("%d upserted in %s, %d errors, %d schedules stored · CPU per upsert: API %s, Redis %s, %s %s",
+			vs: vsEcho + fmt.Sprintf("%d upserted in %s, %d errors, %d schedules stored · CPU per upsert: API %s, Redis %s, %s %s",
 				a.ok, a.elapsed.Round(time.Millisecond), a.errors, a.created,
 				a.apiCPU.Round(time.Microsecond), a.redisCPU.Round(time.Microsecond), a.load, a.loadCPU.Round(time.Microsecond)),
-			target: "≥ 10k/s", ok: check(a.rate >= 10000 && a.errors == 0 && apiStoredAll(a), "")})
+			target: "≥ 0.5× echo baseline", ok: check(good && a.errors == 0 && apiStoredAll(a), "")})
 		add(row{scenario: name, figure: "latency p50 / p99 / max", value: ms(a.lat.p50) + " / " + ms(a.lat.p99) + " / " + ms(a.lat.max),
 			target: "p99 ≤ 20 ms", ok: check(a.lat.n > 0 && a.lat.p99 <= 20*time.Millisecond, "")})
+		if ec := a.echo; ec != nil {
+			add(row{scenario: name, figure: "echo baseline: one Redis HSET per request (" + ec.load + ")", value: rate(ec.rate),
+				vs: fmt.Sprintf("p50 / p99 %s / %s; %d requests, %d errors, %d hashes · CPU per request: echo %s, Redis %s",
+					ms(ec.lat.p50), ms(ec.lat.p99), ec.ok, ec.errors, ec.created, ec.apiCPU.Round(time.Microsecond), ec.redisCPU.Round(time.Microsecond))})
+		}
 	}
 	return rows
 }
@@ -199,11 +216,6 @@ func apiStoredAll(a *apiResult) bool {
 }
 
 func (b *bench) burstRows(add func(row), name string, r *burstResult, vsLimit func(float64) string) {
-	is100k := r.n == 100000
-	t, ok := "", ""
-	if is100k {
-		t, ok = "≤ 4 s", check(r.enq.complete && r.enq.last <= 4*time.Second, "")
-	}
 	settled := ""
 	if !r.settled {
 		settled = " (shards not settled before due)"
@@ -211,42 +223,82 @@ func (b *bench) burstRows(add func(row), name string, r *burstResult, vsLimit fu
 	if r.attempts > 1 {
 		settled += " (second attempt: registration overran the first due second)"
 	}
-	add(row{scenario: name, figure: "due second → last enqueue", value: secs(r.enq.last) + settled,
-		vs: fmt.Sprintf("first at %s; registration %s", secs(r.enq.first), r.reg.Round(time.Millisecond)), target: t, ok: ok})
-	add(row{scenario: name, figure: "drift p50 / p99: in asynq (pending list) − due", value: secs(r.enq.p50) + " / " + secs(r.enq.p99)})
-	add(row{scenario: name, figure: "drift p50 / p99 / max: run records enqueued_at − run_at", value: secs(r.rec.p50) + " / " + secs(r.rec.p99) + " / " + secs(r.rec.max)})
+	add(row{scenario: name, figure: "due second → last in asynq's pending list", value: secs(r.enq.last) + settled,
+		vs: fmt.Sprintf("first at %s; registration %s", secs(r.enq.first), r.reg.Round(time.Millisecond))})
+	t, ok := "", ""
+	if r.warm && r.n >= 100000 {
+		t, ok = "p99 ≤ 0.25 s at 100k", check(r.enq.complete && r.enq.p99 <= 250*time.Millisecond, "")
+	}
+	add(row{scenario: name, figure: "drift p50 / p99: runnable in asynq (pending list) − due", value: secs(r.enq.p50) + " / " + secs(r.enq.p99),
+		target: t, ok: ok})
+	if !r.warm {
+		add(row{scenario: name, figure: "drift p50 / p99 / max: run records enqueued_at − run_at", value: secs(r.rec.p50) + " / " + secs(r.rec.p99) + " / " + secs(r.rec.max)})
+	}
 	fps := r.firesPerSec()
 	vs := vsLimit(fps)
-	if p := b.peerFor(r.n); p != nil && p.firesPerSec() > 0 && fps > 0 {
-		vs += fmt.Sprintf(" · %.2f× asynq.Scheduler %s", fps/p.firesPerSec(), count(p.n))
+	p := b.peerFor(r.n)
+	if p != nil && p.firesPerSec() > 0 && fps > 0 {
+		same := ""
+		if p.n != r.n {
+			same = " (not the same N)"
+		}
+		vs += fmt.Sprintf(" · **%.2f× asynq.Scheduler %s**%s (%s)", fps/p.firesPerSec(), count(p.n), same, rate(p.firesPerSec()))
 	}
 	t, ok = "", ""
-	if is100k {
-		t = "≥ 25k/s, ≥ 0.5× limit, ≥ 1.5× peer"
-		if p := b.peerFor(r.n); p != nil && p.n != r.n {
-			t += fmt.Sprintf(" (peer's rate at %s)", count(p.n))
+	if r.replicas == 1 {
+		samePeer := p != nil && p.n == r.n && p.firesPerSec() > 0
+		lim := b.res.limit
+		switch {
+		case r.warm:
+			t = "≥ 5× peer"
+			ok = check(samePeer && fps >= 5*p.firesPerSec(), "")
+		default:
+			t = "≥ 1.5× peer, ≥ 0.8× limit"
+			ok = check(samePeer && lim != nil && lim.best > 0 && fps >= 1.5*p.firesPerSec() && fps >= 0.8*lim.best, "")
 		}
-		good := fps >= 25000
-		if lim := b.res.limit; lim != nil && lim.best > 0 {
-			good = good && fps >= 0.5*lim.best
-		}
-		if p := b.peerFor(r.n); p != nil && p.firesPerSec() > 0 {
-			good = good && fps >= 1.5*p.firesPerSec()
-		}
-		ok = check(good, "")
 	}
 	vs += fmt.Sprintf(" · first→last %s", rate(between(r.n, r.enq)))
 	add(row{scenario: name, figure: "fires/s (N ÷ due→last)", value: rate(fps), vs: strings.TrimPrefix(vs, " · "), target: t, ok: ok})
 	add(row{scenario: name, figure: "exactly once: schedules with their one run; runs; asynq tasks; runs with a task",
 		value:  fmt.Sprintf("%d/%d; %d; %d; %d", r.runsOK, r.n, r.runs, r.tasks, r.matched),
 		target: "all equal N", ok: check(r.exactlyOnce(), "")})
+	add(row{scenario: name, figure: "Redis latency: PING every 10 ms, p50 / p99 / max, due−1 s → last",
+		value: ms(r.ping.p50) + " / " + ms(r.ping.p99) + " / " + ms(r.ping.max), vs: fmt.Sprintf("%d PINGs", r.ping.n),
+		target: "p99 < 10 ms", ok: check(r.ping.n > 0 && r.ping.p99 < 10*time.Millisecond, "")})
 	busy := ""
 	if r.enq.complete && r.enq.last > 0 {
 		busy = fmt.Sprintf(" (Redis %.0f%% of a core over due−1 s → last)", 100*r.redisCPU.Seconds()/(r.enq.last+time.Second).Seconds())
 	}
+	perRun := ""
+	if r.n > 0 {
+		perRun = fmt.Sprintf("Redis CPU per run %s; ", (r.redisCPU / time.Duration(r.n)).Round(100*time.Nanosecond))
+	}
 	add(row{scenario: name, figure: "scheduler CPU · peak RSS · Redis CPU, due−1 s → last enqueue",
 		value: fmt.Sprintf("%s · %s · %s", secs(r.schedCPU), mb(r.schedHWM), secs(r.redisCPU)) + busy,
-		vs:    fmt.Sprintf("%.0f B Redis per fired run (record + task)", r.bytesRun)})
+		vs:    perRun + fmt.Sprintf("%.0f B Redis per fired run (record + task)", r.bytesRun)})
+}
+
+// catchupRows reports a catch-up: its time, its commit calls and Redis's
+// latency meanwhile.
+func (b *bench) catchupRows(add func(row), c *catchupResult) {
+	name := fmt.Sprintf("2 catch-up %s × %d missed", count(c.n), c.missed)
+	want := c.n * c.missed
+	perCall := ""
+	if c.calls > 0 {
+		perCall = fmt.Sprintf("%d script calls, %.0f runs per call", c.calls, float64(want)/float64(c.calls))
+	}
+	took := secs(c.took)
+	if !c.complete {
+		took += " (incomplete)"
+	}
+	add(row{scenario: name, figure: "scheduler start → all missed runs in asynq", value: took,
+		vs: perCall + fmt.Sprintf(" · Redis CPU %s", secs(c.redisCPU))})
+	add(row{scenario: name, figure: "Redis latency: PING every 10 ms, p50 / p99 / max",
+		value: ms(c.ping.p50) + " / " + ms(c.ping.p99) + " / " + ms(c.ping.max), vs: fmt.Sprintf("%d PINGs", c.ping.n),
+		target: "p99 < 10 ms", ok: check(c.ping.n > 0 && c.ping.p99 < 10*time.Millisecond, "")})
+	add(row{scenario: name, figure: "exactly once: schedules with consecutive runs, none twice; runs; asynq tasks",
+		value:  fmt.Sprintf("%d/%d; %d; %d", c.runsOK, c.n, c.runs, c.tasks),
+		target: "all; runs = tasks", ok: check(c.exactlyOnce(), "")})
 }
 
 // peerFor is the largest peer size not above n.

@@ -23,8 +23,8 @@ func luaSource(name string) string {
 	return string(b)
 }
 
-// EnqueueLua is a Lua library, not a script: the functions task_live and
-// enqueue_task (lua/enqueue_task.lua), for scripts that write a task in
+// EnqueueLua is a Lua library, not a script: the functions task_live,
+// enqueue_task and enqueue_new_task (lua/enqueue_task.lua), for scripts that write a task in
 // the same atomic step as their own keys. Put it before such a script.
 var EnqueueLua = luaSource("enqueue_task")
 

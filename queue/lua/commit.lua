@@ -102,10 +102,15 @@ local function choose_inflight(p)
   return #p.runs, nil
 end
 
--- write_run writes one run of an applied plan and returns its mark.
+-- write_run writes one run of an applied plan and returns its mark. A
+-- new run costs one EXISTS for its record and its key's manual mark
+-- together (neither is there for almost every run) and one read of its
+-- task's state, which decides both whether the key is taken and how the
+-- task is written.
 local function write_run(p, run, hkey)
-  local rkey = pfx .. segRun .. run.key
-  if redis.call('EXISTS', rkey) == 1 then
+  local rkey, tkey = pfx .. segRun .. run.key, tpfx .. run.key
+  local found = redis.call('EXISTS', rkey, mpfx .. run.key)
+  if found > 0 and redis.call('EXISTS', rkey) == 1 then
     if redis.call('HGET', rkey, rfSchedule) == p.id then
       -- Planned again: after a resume, or by a schedule created again
       -- while a launcher held the deleted one's run (upsert.lua removes
@@ -117,19 +122,34 @@ local function write_run(p, run, hkey)
       -- in flight): not started. One a launcher has taken already is
       -- left as it is.
       if run.st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
-        not run_launching(stEnqueued, tpfx .. run.key) then
+        not run_launching(stEnqueued, tkey) then
         run_end(rkey, stSkipped, run.err, now)
       end
     end
     return runKept
   end
   local st, err, mark = run.st, run.err, runWritten
-  if st == stEnqueued and taken(run.key) then
-    st, err, mark = stSkipped, takenErr, runKept
+  local noTask = false -- known: no task has this id
+  if st == stEnqueued then
+    local t = takenSeen[run.key]
+    if t == nil then
+      -- taken(run.key), from what is known: found counts the mark.
+      local live, state = false, nil
+      if found == 0 then
+        live, state = task_live(tkey)
+      end
+      t = found > 0 or live or false
+      takenSeen[run.key], noTask = t, not t and state == nil
+    end
+    if t then
+      st, err, mark = stSkipped, takenErr, runKept
+    end
   end
   run_create(rkey, p.id, run.at, run.fire, st, now, srcSchedule, err)
-  if st == stEnqueued then
-    enqueue_task(tpfx .. run.key, run.key, run.msg, run.processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+  if noTask then
+    enqueue_new_task(tkey, run.key, run.msg, run.processAt, nowNS, KEYS[3], KEYS[4])
+  elseif st == stEnqueued then
+    enqueue_task(tkey, run.key, run.msg, run.processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
   end
   redis.call('ZADD', hkey, run.at, run.key)
   return mark

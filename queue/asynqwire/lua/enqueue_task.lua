@@ -13,6 +13,18 @@ local function task_live(tkey)
   return state and state ~= 'archived' and state ~= 'completed', state
 end
 
+-- enqueue_new_task writes the task as enqueue_task does, for a caller
+-- that knows no task with its id exists (task_live said so).
+local function enqueue_new_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key)
+  if process_at == '0' then
+    redis.call('HSET', tkey, 'msg', msg, 'state', 'pending', 'pending_since', now_ns)
+    redis.call('LPUSH', pending_key, id)
+  else
+    redis.call('HSET', tkey, 'msg', msg, 'state', 'scheduled')
+    redis.call('ZADD', scheduled_key, process_at, id)
+  end
+end
+
 local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key, archived_key, completed_key)
   local live, state = task_live(tkey)
   if live then
@@ -22,11 +34,5 @@ local function enqueue_task(tkey, id, msg, process_at, now_ns, pending_key, sche
     redis.call('ZREM', completed_key, id)
     redis.call('DEL', tkey)
   end
-  if process_at == '0' then
-    redis.call('HSET', tkey, 'msg', msg, 'state', 'pending', 'pending_since', now_ns)
-    redis.call('LPUSH', pending_key, id)
-  else
-    redis.call('HSET', tkey, 'msg', msg, 'state', 'scheduled')
-    redis.call('ZADD', scheduled_key, process_at, id)
-  end
+  enqueue_new_task(tkey, id, msg, process_at, now_ns, pending_key, scheduled_key)
 end

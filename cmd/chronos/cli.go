@@ -64,7 +64,7 @@ type Common struct {
 // SchedulerOpts are the scheduler replica's settings.
 type SchedulerOpts struct {
 	TickMS            int64         `name:"tick-ms" env:"TICK_MS" default:"1000" help:"Period of each shard's tick."`
-	MaxCatchupPerTick int           `name:"max-catchup-per-tick" env:"MAX_CATCHUP_PER_TICK" default:"100" help:"Most runs one schedule emits per tick (bounds catch-up after downtime)."`
+	MaxCatchupPerTick int           `name:"max-catchup-per-tick" env:"MAX_CATCHUP_PER_TICK" default:"100" help:"Most runs one schedule emits per tick (bounds catch-up after downtime), at most 1000."`
 	LeaseTTL          time.Duration `name:"lease-ttl" env:"LEASE_TTL" default:"5s" help:"Shard lease lifetime: a dead replica's shards move within it."`
 	RunTimeout        time.Duration `name:"run-timeout" env:"RUN_TIMEOUT" default:"1h" help:"A skip/queue schedule's run in flight this long without a final status is marked FAILED, releasing the schedule."`
 	MisfireGraceMS    int64         `name:"misfire-grace-ms" env:"MISFIRE_GRACE_MS" default:"10000" help:"A run found later than this is 'missed' and follows the catch-up policy; must exceed LEASE_TTL*4/3 + TICK_MS (a shard takeover)."`

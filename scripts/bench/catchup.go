@@ -90,11 +90,22 @@ func (b *bench) catchup(ctx context.Context, n, missed int) (*catchupResult, err
 	e.logf("catchup %d×%d: %d tasks after %s; PING p99 %s max %s; redis: %s", n, missed, want, res.took.Round(time.Millisecond),
 		ms(res.ping.p99), ms(res.ping.max), formatCmdStats(res.cmdstats, 6))
 
-	c, err := countQueue(ctx, e.rdb, runQueue)
-	if err != nil {
-		return nil, err
+	// A commit the scheduler sent just before it stopped can still run
+	// after a first count (Redis serves waiting clients in any order):
+	// count until two counts a moment apart agree.
+	for prev := int64(-1); ; {
+		c, err := countQueue(ctx, e.rdb, runQueue)
+		if err != nil {
+			return nil, err
+		}
+		if res.tasks = c.total(); res.tasks == prev {
+			break
+		}
+		prev = res.tasks
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
-	res.tasks = c.total()
 	var ok, runs atomic.Int64
 	err = forEach(ctx, n, 64, func(ctx context.Context, i int) error {
 		rs, err := store.ListRuns(ctx, scheduleID(i), 10*missed)

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down
+.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down test-topologies
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
 ## The shell execs the built binary instead of `go run`, whose child would
@@ -35,6 +35,14 @@ redis-sentinel:
 	@scripts/redis-sentinel.sh up
 redis-sentinel-down:
 	@scripts/redis-sentinel.sh down
+
+## test-topologies: the store, scheduler and launcher integration suites
+## on a Sentinel set, then on a Redis Cluster (CHRONOS_TEST_TOPOLOGY,
+## queue/queuetest/topology.go); every test starts its own servers.
+TOPOLOGY_PKGS ?= ./queue/... ./scheduler/... ./launcher/...
+test-topologies:
+	CHRONOS_TEST_TOPOLOGY=sentinel $(GO) test -count=1 -timeout 30m $(TOPOLOGY_PKGS)
+	CHRONOS_TEST_TOPOLOGY=cluster $(GO) test -count=1 -timeout 30m $(TOPOLOGY_PKGS)
 
 ## bench: micro-benchmarks of the engine, then the load harness (scripts/bench;
 ## BENCH_FLAGS=-quick for a short run, -million for 1M schedules).

@@ -28,7 +28,7 @@ func TestArchived(t *testing.T) {
 	// alone.
 	t.Run("TasksFailTheirRuns", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 		ctx := context.Background()
 		store, err := queue.NewStore(ctx, rdb, clock, nil)
@@ -76,7 +76,7 @@ func TestArchived(t *testing.T) {
 	// sweeps pass over tasks archived later by launchers with right clocks.
 	t.Run("ArchiveSweepSurvivesALauncherClockAhead", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		ctx := context.Background()
 		store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 		require.NoError(t, err)

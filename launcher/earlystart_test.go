@@ -29,7 +29,7 @@ func TestNoEarlyStart(t *testing.T) {
 	t.Run("ALauncherWithAFastHostClockDoesNotStartRunsEarly", func(t *testing.T) {
 		t.Parallel()
 		clock := behindClock{by: 3 * time.Second}
-		store := storeWithRunsAhead(t, queuetest.StartRedis(t).Client(t), clock)
+		store := storeWithRunsAhead(t, queuetest.StartRedis(t).Universal(t), clock)
 		requireNoEarlyStarts(t, store, clock.Now)
 	})
 
@@ -40,7 +40,7 @@ func TestNoEarlyStart(t *testing.T) {
 	t.Run("RunsForwardedEarlyByAnotherLauncherHostDoNotStartEarly", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		store := storeWithRunsAhead(t, rdb, queue.RealClock{})
 
 		// The other launcher's host, 3 s fast: it reports its skew and its
@@ -75,7 +75,7 @@ func TestNoEarlyStart(t *testing.T) {
 	t.Run("ARunStartedEarlyFromTheDashboardStarts", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskTimeout: 2 * time.Second, TaskMaxRetry: queue.NoRetry})
 		require.NoError(t, err)
 		require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
@@ -94,7 +94,7 @@ func TestNoEarlyStart(t *testing.T) {
 
 // storeWithRunsAhead is a store on clock with an every-second schedule
 // whose next minute of runs is enqueued ahead.
-func storeWithRunsAhead(t *testing.T, rdb *redis.Client, clock queue.Clock) *queue.Store {
+func storeWithRunsAhead(t *testing.T, rdb redis.UniversalClient, clock queue.Clock) *queue.Store {
 	t.Helper()
 	ctx := context.Background()
 	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 1, Lookahead: time.Minute})

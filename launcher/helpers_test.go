@@ -23,7 +23,7 @@ import (
 )
 
 type testBundle struct {
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	store    *queue.Store
 	clock    *queue.SimClock
 	launcher *Launcher
@@ -33,7 +33,7 @@ type testBundle struct {
 // past so that asynq, which reads the real clock, runs every task at once.
 func setup(t *testing.T, ex Executor, qcfg *queue.Config) *testBundle {
 	t.Helper()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := queue.NewStore(context.Background(), rdb, clock, qcfg)
 	require.NoError(t, err)

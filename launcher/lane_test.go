@@ -25,7 +25,7 @@ import (
 func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 1})
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
@@ -139,7 +139,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 func runBacklog(t *testing.T, n, concurrency int, ex Executor) {
 	t.Helper()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))

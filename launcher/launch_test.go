@@ -182,7 +182,7 @@ func TestLaunch(t *testing.T) {
 	// task not archived (and the run swept FAILED while the executor has it).
 	t.Run("ALostStatusWriteAfterTheExecutorAcceptedIsRetried", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		ex := &breaksTheRecordOnce{rdb: rdb}
 		clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 		store, err := queue.NewStore(context.Background(), rdb, clock, &queue.Config{TaskMaxRetry: queue.NoRetry})
@@ -228,7 +228,7 @@ func (e *reportsThenErrs) Execute(ctx context.Context, r Request) (Result, error
 // run's record into a string for a moment, so the launcher's status
 // write after the call fails (as when Redis is briefly unreachable).
 type breaksTheRecordOnce struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	calls atomic.Int32
 }
 

@@ -122,17 +122,17 @@ func TestRunKey(t *testing.T) {
 		ctx := context.Background()
 		r := queuetest.StartRedis(t)
 		clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-		hooked, hook := r.Client(t), &queuetest.BeforeScriptHook{}
+		hooked, hook := r.Universal(t), &queuetest.BeforeScriptHook{}
 		hooked.AddHook(hook)
 		api, err := queue.NewStore(ctx, hooked, clock, nil)
 		require.NoError(t, err)
-		store, err := queue.NewStore(ctx, r.Client(t), clock, nil)
+		store, err := queue.NewStore(ctx, r.Universal(t), clock, nil)
 		require.NoError(t, err)
 		require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
 		ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
 		sched, err := scheduler.New(store, nil, nil, prometheus.NewRegistry())
 		require.NoError(t, err)
-		b := &testBundle{rdb: r.Client(t), store: store, clock: clock}
+		b := &testBundle{rdb: r.Universal(t), store: store, clock: clock}
 
 		start := clock.Now()
 		var id, key string

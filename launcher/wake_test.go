@@ -105,7 +105,7 @@ func (r *wakeReceiver) start(t *testing.T) *HTTPWaker {
 }
 
 type wakeBundle struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *queue.Store
 	clock *queue.SimClock
 	sched *scheduler.Scheduler
@@ -116,7 +116,7 @@ type wakeBundle struct {
 // launcher. The simulated clock is in the past, as in setup.
 func setupWake(t *testing.T, waker Waker) *wakeBundle {
 	t.Helper()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := queue.NewStore(context.Background(), rdb, clock, nil)
 	require.NoError(t, err)

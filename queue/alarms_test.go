@@ -27,7 +27,7 @@ const (
 // alarmBundle is a store on its own database of a shared redis-server.
 type alarmBundle struct {
 	store *queue.Store
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	clock *queue.SimClock
 }
 

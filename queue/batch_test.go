@@ -18,7 +18,7 @@ import (
 func TestConcurrentUpsertsEachGetTheirOwnResult(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
 	record := func(id, expr string) *model.ScheduleRecord {

@@ -45,7 +45,7 @@ func (h *slowFirstTimes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestRedisClockIsNeverAheadNorRunsBackwards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	rdb.AddHook(&slowFirstTimes{n: 3})
 	c := queue.NewRedisClock(rdb)
 	require.NoError(t, c.Sync(ctx)) // three slow samples

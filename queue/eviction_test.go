@@ -18,12 +18,12 @@ func TestEvictionPolicy(t *testing.T) {
 
 	t.Run("Noeviction", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "noeviction").Client(t)
+		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "noeviction").Universal(t)
 		require.NoError(t, queue.CheckEvictionPolicy(ctx, rdb))
 	})
 	t.Run("Evicting", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "allkeys-lru").Client(t)
+		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "allkeys-lru").Universal(t)
 		err := queue.CheckEvictionPolicy(ctx, rdb)
 		require.ErrorContains(t, err, "maxmemory-policy is allkeys-lru")
 		require.ErrorContains(t, err, "noeviction")
@@ -31,7 +31,7 @@ func TestEvictionPolicy(t *testing.T) {
 	t.Run("ConfigDisabled", func(t *testing.T) {
 		t.Parallel()
 		// Managed services rename CONFIG; INFO memory still tells.
-		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "volatile-lru", "--rename-command", "CONFIG", "").Client(t)
+		rdb := queuetest.StartRedis(t, "--maxmemory-policy", "volatile-lru", "--rename-command", "CONFIG", "").Universal(t)
 		require.Error(t, rdb.ConfigGet(ctx, "maxmemory-policy").Err())
 		p, err := queue.EvictionPolicy(ctx, rdb)
 		require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := queue.NewStore(ctx, rdb, clock, nil)
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 func TestManualRunRecordOutlivesItsWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(time.Now())
 	store, err := queue.NewStore(ctx, rdb, clock, nil)
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestManualRunRecordOutlivesItsWait(t *testing.T) {
 func TestOneUnreadableRunDoesNotFailTheOthersLoadedWithIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "good", "1", []byte(`{}`)))

@@ -22,11 +22,11 @@ func TestResumeRacingAnUpsertUsesTheNewDefinition(t *testing.T) {
 	ctx := context.Background()
 	r := queuetest.StartRedis(t)
 	clock := queue.NewSimClock(time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC))
-	hooked, hook := r.Client(t), &queuetest.BeforeScriptHook{}
+	hooked, hook := r.Universal(t), &queuetest.BeforeScriptHook{}
 	hooked.AddHook(hook)
 	store, err := queue.NewStore(ctx, hooked, clock, nil)
 	require.NoError(t, err)
-	other, err := queue.NewStore(ctx, r.Client(t), clock, nil)
+	other, err := queue.NewStore(ctx, r.Universal(t), clock, nil)
 	require.NoError(t, err)
 	rec := func(expr string) *model.ScheduleRecord {
 		rec := &model.ScheduleRecord{ID: "y", CronExpr: expr, Timezone: "UTC", Target: model.TargetWorkflow,

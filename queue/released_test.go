@@ -27,9 +27,9 @@ func TestAReleaseThatMakesAScheduleDueIsPublished(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			var rdb *redis.Client
+			var rdb redis.UniversalClient
 			if server == "redis" {
-				rdb = queuetest.StartRedis(t).Client(t)
+				rdb = queuetest.StartRedis(t).Universal(t)
 			} else {
 				rdb = (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
 			}

@@ -20,7 +20,7 @@ import (
 // its work past maxmemory), and each read-only one runs.
 func TestScriptsRefusedWholeWhenFull(t *testing.T) {
 	t.Parallel()
-	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Client(t)
+	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Universal(t)
 	ctx := context.Background()
 	store, err := queue.NewStore(ctx, rdb, queue.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestScriptFlagsOnMiniredis(t *testing.T) {
 // Redis let every upsert through and grew past maxmemory.
 func TestUpsertOnAFullRedisWritesNothing(t *testing.T) {
 	t.Parallel()
-	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Client(t)
+	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Universal(t)
 	ctx := context.Background()
 	store, err := queue.NewStore(ctx, rdb, queue.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
 	require.NoError(t, err)

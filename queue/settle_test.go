@@ -18,7 +18,7 @@ import (
 
 // settleBundle is a store on a real Redis with a scheduler that ticks it.
 type settleBundle struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *queue.Store
 	clock *queue.SimClock
 	sched *scheduler.Scheduler
@@ -32,11 +32,11 @@ var settleStart = time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC)
 // embeds) when mini.
 func setupSettle(t *testing.T, mini bool) *settleBundle {
 	t.Helper()
-	var rdb *redis.Client
+	var rdb redis.UniversalClient
 	if mini {
 		rdb = (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
 	} else {
-		rdb = queuetest.StartRedis(t).Client(t)
+		rdb = queuetest.StartRedis(t).Universal(t)
 	}
 	clock := queue.NewSimClock(settleStart)
 	store, err := queue.NewStore(context.Background(), rdb, clock, &queue.Config{Shards: settleShards, Lookahead: time.Minute})

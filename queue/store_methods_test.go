@@ -33,7 +33,7 @@ type redisState struct {
 // methodBundle is one case's store on its own database.
 type methodBundle struct {
 	store *queue.Store
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	clock *queue.SimClock
 }
 

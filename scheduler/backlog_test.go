@@ -57,7 +57,7 @@ func TestAQueueBacklogUnderFireImmediatelyCatchesUp(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewRedisClock(rdb)
 	require.NoError(t, clock.Sync(ctx))
 	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 4})

@@ -23,7 +23,7 @@ func TestShardLoopsDoNotSpinWhileTheClockHoldsStill(t *testing.T) {
 	// The clock's Redis TIME comes from miniredis, whose time the test sets.
 	mr := miniredis.RunT(t)
 	tr := queuetest.StartRedis(t)
-	trc := tr.Client(t)
+	trc := tr.Universal(t)
 	mrc := (&queuetest.Redis{Addr: mr.Addr()}).Client(t)
 	clock := queue.NewRedisClock(mrc)
 	mr.SetTime(time.Now()) // miniredis's TIME stands still at what is set

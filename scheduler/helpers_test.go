@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 type testBundle struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *queue.Store
 	clock *queue.SimClock
 	sched *Scheduler
@@ -33,7 +33,7 @@ var start = time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC)
 
 func setup(t *testing.T, cfg *Config, qcfg *queue.Config) *testBundle {
 	t.Helper()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(start)
 	qc := queue.Config{Shards: 4}
 	if qcfg != nil {

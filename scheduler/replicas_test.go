@@ -63,7 +63,7 @@ func TestReplicas(t *testing.T) {
 	// replica still looks live until its heartbeat ages out.
 	t.Run("ShardsOfADeadReplicaAreTakenOver", func(t *testing.T) {
 		t.Parallel()
-		rdb := queuetest.StartRedis(t).Client(t)
+		rdb := queuetest.StartRedis(t).Universal(t)
 		store, err := queue.NewStore(context.Background(), rdb, queue.RealClock{}, &queue.Config{Shards: 16})
 		require.NoError(t, err)
 		cfg := &Config{LeaseTTL: time.Second, TickInterval: 50 * time.Millisecond}

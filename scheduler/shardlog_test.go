@@ -38,7 +38,7 @@ func (b *lockedBuffer) String() string {
 // one log line, not one per shard.
 func TestShardChangesAreLoggedOnceARound(t *testing.T) {
 	t.Parallel()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(context.Background(), rdb, queue.NewSimClock(start), &queue.Config{Shards: 8})
 	require.NoError(t, err)
 	var logs lockedBuffer

@@ -185,7 +185,7 @@ type sim struct {
 	seed  uint64
 	r     *rand.Rand
 	ctx   context.Context
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *queue.Store
 	clock *queue.SimClock
 	reps  [2]*Scheduler
@@ -208,7 +208,7 @@ type sim struct {
 func newSim(t *testing.T, seed uint64) *sim {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start := simStarts[r.IntN(len(simStarts))]
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	clock := queue.NewSimClock(start)
 	store, err := queue.NewStore(context.Background(), rdb, clock,
 		&queue.Config{Shards: simShards, Lookahead: simLookahead, RunHistory: 1 << 30})

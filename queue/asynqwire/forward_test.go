@@ -20,7 +20,7 @@ import (
 func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	// Ahead of the real clock, so the tasks are written to the scheduled set.
 	now := time.Now().Add(time.Hour).Truncate(time.Second)
 	clock := queue.NewSimClock(now)

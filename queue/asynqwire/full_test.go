@@ -16,7 +16,7 @@ import (
 // whole, before it runs: none writes part of its work past maxmemory.
 func TestScriptsRefusedWholeWhenFull(t *testing.T) {
 	t.Parallel()
-	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Client(t)
+	rdb := queuetest.StartRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction").Universal(t)
 	ctx := context.Background()
 	store, err := queue.NewStore(ctx, rdb, queue.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ import (
 func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 3, TaskRetention: time.Hour, TaskTimeout: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{"steps":[]}`)))
@@ -134,7 +134,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 func TestFinishTaskWithoutRetentionDeletesIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
 	require.NoError(t, err)
 	_, err = asynq.NewClientFromRedisClient(rdb).EnqueueContext(ctx,

@@ -19,7 +19,7 @@ import (
 func TestAsynqWireMatchesClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Client(t)
+	rdb := queuetest.StartRedis(t).Universal(t)
 	now := time.Now().Truncate(time.Second)
 	client := asynq.NewClientFromRedisClient(rdb)
 

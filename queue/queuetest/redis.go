@@ -23,14 +23,21 @@ type Redis struct {
 	Addr string
 	URL  string
 	cmd  *exec.Cmd
+
+	sentinel *Sentinel // CHRONOS_TEST_TOPOLOGY=sentinel (topology.go)
+	cluster  *Cluster  // CHRONOS_TEST_TOPOLOGY=cluster
 }
 
 // StartRedis starts a real redis-server on a free loopback port with
 // persistence off, and stops it in t.Cleanup. A missing redis-server fails
 // the test: integration tests never skip. extra are more redis-server
-// arguments, e.g. "--maxmemory", "4mb".
+// arguments, e.g. "--maxmemory", "4mb". CHRONOS_TEST_TOPOLOGY=sentinel or
+// cluster starts a Sentinel set or a Cluster instead (topology.go).
 func StartRedis(t testing.TB, extra ...string) *Redis {
 	t.Helper()
+	if r := startTopology(t, extra...); r != nil {
+		return r
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found on PATH (install it, e.g. apt-get install -y redis-server): %v", err)
@@ -69,8 +76,16 @@ func StartRedis(t testing.TB, extra ...string) *Redis {
 }
 
 // Client returns a go-redis client for the server, closed in t.Cleanup.
+// On Sentinel it follows the primary; on Cluster, where one node is not
+// the whole keyspace, it skips the test (Universal works everywhere).
 func (r *Redis) Client(t testing.TB) *redis.Client {
 	t.Helper()
+	switch {
+	case r.sentinel != nil:
+		return r.sentinel.Client(t)
+	case r.cluster != nil:
+		t.Skipf("%s=cluster: this test needs one Redis node (*redis.Client); Universal runs on Cluster", TopologyEnv)
+	}
 	c := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	return c

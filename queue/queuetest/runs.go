@@ -49,9 +49,18 @@ func RequireTask(t testing.TB, rdb redis.UniversalClient, queueName, key string)
 }
 
 // CountTasks counts the run tasks asynq holds in a queue, in every state.
+// On Cluster it asks the master of the queue's slot.
 func CountTasks(t testing.TB, rdb redis.UniversalClient, queueName string) int {
 	t.Helper()
-	n, err := rdb.Keys(context.Background(), "asynq:{"+queueName+"}:t:*").Result()
+	ctx := context.Background()
+	prefix := "asynq:{" + queueName + "}:t:"
+	var node redis.Cmdable = rdb
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, prefix)
+		require.NoError(t, err)
+		node = m
+	}
+	n, err := node.Keys(ctx, prefix+"*").Result()
 	require.NoError(t, err)
 	return len(n)
 }

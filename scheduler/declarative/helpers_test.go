@@ -118,7 +118,7 @@ func (r *recorder) starts(task string) []time.Time {
 // bundle is one test's Redis, clock and scheduler.
 type bundle struct {
 	redis *queuetest.Redis
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	clock *fakeClock
 	ev    *recorder
 	ns    string
@@ -129,7 +129,7 @@ type bundle struct {
 func setup(t *testing.T, start time.Time) *bundle {
 	t.Helper()
 	r := queuetest.StartRedis(t)
-	return &bundle{redis: r, rdb: r.Client(t), clock: newFakeClock(start), ev: &recorder{}, ns: "test", loc: start.Location()}
+	return &bundle{redis: r, rdb: r.Universal(t), clock: newFakeClock(start), ev: &recorder{}, ns: "test", loc: start.Location()}
 }
 
 // newScheduler makes a scheduler on b's Redis, clock and recorder, and

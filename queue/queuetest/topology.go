@@ -1,0 +1,81 @@
+package queuetest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TopologyEnv is the environment variable that chooses what StartRedis
+// starts, so the same integration suites run on each Redis chronos
+// supports:
+//
+//   - "standalone" (or empty): one redis-server;
+//   - "sentinel": StartSentinel, a primary, a replica and three sentinels;
+//     Client follows the primary through the sentinels, URL is
+//     redis-sentinel://…, Addr the first primary;
+//   - "cluster": StartClusterOf 3 masters without replicas; URL is
+//     redis-cluster://…, Addr the first master, Universal a cluster
+//     client, and Client skips the test, which needs one node.
+//
+// make test-topologies runs the store, scheduler and launcher suites with
+// it set to sentinel and to cluster.
+const TopologyEnv = "CHRONOS_TEST_TOPOLOGY"
+
+// Topologies StartRedis can start.
+const (
+	TopologyStandalone = "standalone"
+	TopologySentinel   = "sentinel"
+	TopologyCluster    = "cluster"
+)
+
+// Topology returns the topology TopologyEnv names, failing the test on a
+// value it does not know.
+func Topology(t testing.TB) string {
+	t.Helper()
+	switch v := os.Getenv(TopologyEnv); v {
+	case "", TopologyStandalone:
+		return TopologyStandalone
+	case TopologySentinel, TopologyCluster:
+		return v
+	default:
+		t.Fatalf("%s=%q: want standalone, sentinel or cluster", TopologyEnv, v)
+		return ""
+	}
+}
+
+// startTopology starts the Sentinel set or Cluster TopologyEnv names, or
+// returns nil for a standalone server.
+func startTopology(t testing.TB, extra ...string) *Redis {
+	t.Helper()
+	switch Topology(t) {
+	case TopologySentinel:
+		s := StartSentinel(t, extra...)
+		return &Redis{Addr: s.Redis[0].Addr, URL: s.URL, sentinel: s}
+	case TopologyCluster:
+		c := StartClusterOf(t, 3, 0, extra...)
+		return &Redis{Addr: c.Nodes[0].Addr, URL: c.URL, cluster: c}
+	}
+	return nil
+}
+
+// Universal returns a client for the server, whatever the topology: a
+// *redis.Client on one server, one that follows the primary through the
+// sentinels on Sentinel, a *redis.ClusterClient on Cluster. Closed in
+// t.Cleanup.
+func (r *Redis) Universal(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	if r.cluster != nil {
+		return r.cluster.Client(t)
+	}
+	return r.Client(t)
+}
+
+// Sentinel is the Sentinel set StartRedis started under
+// CHRONOS_TEST_TOPOLOGY=sentinel, nil otherwise.
+func (r *Redis) Sentinel() *Sentinel { return r.sentinel }
+
+// Cluster is the Cluster StartRedis started under
+// CHRONOS_TEST_TOPOLOGY=cluster, nil otherwise.
+func (r *Redis) Cluster() *Cluster { return r.cluster }

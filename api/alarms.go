@@ -60,6 +60,9 @@ type AlarmView struct {
 	// no more until enabled again, so it has no next_fire_at. An
 	// addition.
 	Paused bool `json:"paused,omitempty"`
+	// DSTPolicy is a cron alarm's policy for clock changes, defaults
+	// spelt out; absent on once, every and @every alarms. An addition.
+	DSTPolicy *model.DSTPolicy `json:"dst_policy,omitempty"`
 }
 
 // CreatedAlarm is the body of POST /v1/alarms: the alarm, and whether an
@@ -86,7 +89,7 @@ func AlarmViewOf(rec *model.ScheduleRecord) AlarmView {
 		ConversationID: a.ConversationID, WakeMessage: a.WakeMessage, Payload: a.Payload, Status: string(a.Status),
 		IdempotencyKey: a.IdempotencyKey, MaxFailures: a.MaxFailures, FailureCount: a.FailureCount,
 		LastError: a.LastError, CreatedAt: rec.CreatedAt, LastFiredAt: a.LastFiredAt, FireAt: rec.FireAt,
-		EverySeconds: rec.EverySeconds,
+		EverySeconds: rec.EverySeconds, DSTPolicy: shownDSTPolicy(rec),
 	}
 	if a.Status == model.AlarmActive {
 		v.Paused = rec.Paused
@@ -161,7 +164,7 @@ func (l AlarmList) MarshalJSON() ([]byte, error) {
 // every) is an addition to the alarms specification, for the cron tool's
 // "every" jobs.
 var alarmFields = []string{"kind", "label", "delay_seconds", "fire_at", "cron_expr", "timezone", "every_seconds",
-	"conversation_id", "wake_message", "payload", "idempotency_key", "max_failures"}
+	"conversation_id", "wake_message", "payload", "idempotency_key", "max_failures", "dst_policy"}
 
 // owner returns the verified DID of the request (guardOwner put it there).
 func owner(c echo.Context) (auth.DID, error) {
@@ -193,6 +196,7 @@ func (s *server) alarmFromBody(o object, did auth.DID, now time.Time) (*model.Sc
 	cronExpr := str(o.str("cron_expr"))
 	every := integer(o.integer("every_seconds"))
 	rec.Timezone = cmp.Or(str(o.str("timezone")), "UTC")
+	rec.DSTPolicy = keep[model.DSTPolicy](&errs)(o.dstPolicy())
 	only := func(field string, set bool, kinds string) {
 		if set && !errs.Has(field) {
 			errs.Add(fieldError(field, "is only for kind %s, not %s", kinds, kind))

@@ -39,21 +39,29 @@ type PreviewTime struct {
 	At string `json:"at"`
 	// Local is At in the zone, RFC 3339 with the zone's offset.
 	Local string `json:"local"`
-	// DST is "repeated" when Local's wall clock happens twice, on the
-	// night clocks fall back; both instants fire. Omitted otherwise.
+	// DST is "shifted" when the schedule's dst_policy spring_forward
+	// "shift" carried local times a gap skipped to this instant, the
+	// first after the gap; "repeated" when Local's wall clock happens
+	// twice, on the night clocks fall back (both instants fire unless
+	// dst_policy fall_back is "first" or "last"). Omitted otherwise.
 	DST model.DSTNote `json:"dst,omitempty"`
 }
 
-// PreviewSkipped is a local time that did not fire.
+// PreviewSkipped is a local time the expression matches that did not
+// fire.
 type PreviewSkipped struct {
-	// Local is the wall clock, with no offset: it never happened.
+	// Local is the wall clock: with no offset for a time clocks skipped
+	// (it never happened), RFC 3339 with its offset for the instant of a
+	// repeated time that fall_back "first" or "last" left out.
 	Local string `json:"local"`
-	// Reason is "dst_gap": clocks sprang forward over it.
+	// Reason is "dst_gap" (clocks sprang forward over it, under
+	// spring_forward "skip") or "dst_overlap" (its other instant fired).
 	Reason string `json:"reason"`
 }
 
 // preview lists the next fire times of a cron expression:
-// GET /v1/preview?cron_expr=&timezone=&after=&count=&dialect=.
+// GET /v1/preview?cron_expr=&timezone=&after=&count=&dialect=&dst_policy=.
+// dst_policy takes the compact form: "shift", "first", "shift,last".
 func (s *server) preview(c echo.Context) error {
 	expr := c.QueryParam("cron_expr")
 	if expr == "" {
@@ -78,9 +86,18 @@ func (s *server) preview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	policy, err := queryDSTPolicy(c)
+	if err != nil {
+		return err
+	}
 	sched, err := model.ParseCron(expr, tz, dialect, after)
 	if err != nil {
 		return fieldError("cron_expr", "%s", err.Error())
+	}
+	if cs, ok := sched.(*model.CronSchedule); ok {
+		sched = cs.WithDST(policy)
+	} else if !policy.IsDefault() {
+		return fieldError("dst_policy", "only a cron expression evaluated on the wall clock takes one: @every fires on instants that no clock change moves")
 	}
 	p := model.PreviewDST(sched, loc, after, count)
 	out := PreviewResponse{FireTimes: make([]string, len(p.Times)), Explain: model.Explain(sched)}

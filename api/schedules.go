@@ -43,10 +43,13 @@ const (
 )
 
 // ScheduleView is a schedule as the API shows it: the stored record plus
-// its state. NextRunAt is nil unless the state is active.
+// its state. NextRunAt is nil unless the state is active. DSTPolicy is
+// the record's policy with its defaults spelt out, on a cron expression
+// of the wall clock only (nil on @every, every and once schedules).
 type ScheduleView struct {
 	*model.ScheduleRecord
-	State string `json:"state"`
+	DSTPolicy *model.DSTPolicy `json:"dst_policy,omitempty"`
+	State     string           `json:"state"`
 }
 
 // ScheduleDetail is the body of GET /schedules/:id.
@@ -120,7 +123,7 @@ func view(rec *model.ScheduleRecord) ScheduleView {
 	case r.NextRunAt == nil:
 		state = StateCompleted
 	}
-	return ScheduleView{ScheduleRecord: &r, State: state}
+	return ScheduleView{ScheduleRecord: &r, DSTPolicy: shownDSTPolicy(&r), State: state}
 }
 
 // newScheduleID returns "sch_" and 32 random hex digits.
@@ -133,7 +136,7 @@ func newScheduleID() string {
 // upsertFields are the fields POST /schedules/upsert takes.
 var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "kind", "cron_expr", "timezone",
 	"dialect", "delay_seconds", "fire_at", "every_seconds", "start_at", "end_at", "jitter_ms", "overlap_policy",
-	"catchup_policy", "paused"}
+	"catchup_policy", "dst_policy", "paused"}
 
 // scheduleFromBody builds and validates the record an upsert asks for,
 // applying the configured defaults, and the paused state it sets (nil:
@@ -179,6 +182,7 @@ func (s *server) scheduleFromBody(ctx context.Context, o object) (*model.Schedul
 	}
 	rec.OverlapPolicy = cmp.Or(model.OverlapPolicy(str(o.str("overlap_policy"))), s.cfg.DefaultOverlapPolicy)
 	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.kindDefaultCatchup(rec.Kind))
+	rec.DSTPolicy = keep[model.DSTPolicy](&errs)(o.dstPolicy())
 	paused := keep[*bool](&errs)(o.boolean("paused"))
 	if verr := rec.Validate(); rec.Kind == model.KindOnce && rec.FireAt == nil {
 		errs.Add(withoutField(verr, "fire_at"))

@@ -18,6 +18,9 @@ import (
 // combine with OR when both are restricted and with AND when either is
 // "*" or "?".
 //
+// That is the default DST policy; WithDST returns the schedule under
+// another (see DSTPolicy).
+//
 // A CronSchedule is immutable and safe for concurrent use; build one with
 // ParseCron.
 type CronSchedule struct {
@@ -30,6 +33,10 @@ type CronSchedule struct {
 	// day fields were unrestricted ("*" or "?").
 	second, minute, hour, dom, month, dow uint64
 	domStar, dowStar                      bool
+
+	// dst is the policy for clock changes, canonical: the zero value is
+	// the wall-clock rule above (see WithDST).
+	dst DSTPolicy
 }
 
 // horizonYears bounds Next's search. A satisfiable expression matches at
@@ -202,17 +209,28 @@ func (c *CronSchedule) satisfiable() bool {
 // candidate w-o; if that falls past end, the search resumes at end under
 // the next offset. Every instant is considered exactly once, which is what
 // makes skipped wall times never fire and repeated ones fire twice.
+//
+// A DST policy adjusts the walk at the offset changes: fall_back "first"
+// starts an interval that clocks fell back into after its repeated wall
+// times, "last" ends one that clocks fall back out of before them, and
+// spring_forward "shift" returns an interval's end when the wall times
+// the change skips include a match.
 func (c *CronSchedule) Next(after time.Time) time.Time {
 	ts := max(clampUnix(after)+1, minUnix) // the first whole second > after
 	if ts > maxUnix {
 		return time.Time{}
 	}
 	maxYear := civilFromUnix(ts).year + horizonYears
+	shift := c.dst.SpringForward == SpringForwardShift
+	if shift && c.gapShifts(ts) {
+		return time.Unix(ts, 0).UTC() // a gap ends at ts itself
+	}
 	for range 1000 { // a zone has far fewer offset changes in the horizon
 		t := time.Unix(ts, 0).In(c.loc)
 		_, off := t.Zone()
 		endUnix := int64(math.MaxInt64)
-		if _, end := t.ZoneBounds(); !end.IsZero() {
+		start, end := t.ZoneBounds()
+		if !end.IsZero() {
 			endUnix = end.Unix()
 			if endUnix <= ts {
 				// golang/go#81583: in a leap year served by the zone's TZ
@@ -222,16 +240,28 @@ func (c *CronSchedule) Next(after time.Time) time.Time {
 				endUnix = civil{year: civilFromUnix(ts).year + 1, month: 1, day: 1}.unix()
 			}
 		}
-		w, ok := c.nextWall(civilFromUnix(ts+int64(off)), maxYear)
-		if !ok {
-			return time.Time{}
+		from, limit := ts, endUnix
+		if c.dst.FallBack != "" {
+			from, limit = c.foldBounds(start, ts, endUnix, int64(off), !end.IsZero())
 		}
-		cand := w.unix() - int64(off)
-		if cand < endUnix {
-			if cand > maxUnix {
+		if from < limit {
+			w, ok := c.nextWall(civilFromUnix(from+int64(off)), maxYear)
+			if !ok {
 				return time.Time{}
 			}
-			return time.Unix(cand, 0).UTC()
+			cand := w.unix() - int64(off)
+			if cand < limit {
+				if cand > maxUnix {
+					return time.Time{}
+				}
+				return time.Unix(cand, 0).UTC()
+			}
+		}
+		if shift && !end.IsZero() && c.gapShifts(endUnix) {
+			if endUnix > maxUnix {
+				return time.Time{}
+			}
+			return time.Unix(endUnix, 0).UTC()
 		}
 		ts = endUnix
 	}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -26,15 +28,19 @@ type FireTime struct {
 	At time.Time
 	// Local is At in the zone.
 	Local time.Time
-	// DST is DSTRepeated when Local's wall clock happens twice, else "".
+	// DST is DSTShifted when a spring_forward "shift" policy carried
+	// skipped local times to this instant, DSTRepeated when Local's wall
+	// clock happens twice, else "".
 	DST DSTNote
 }
 
 // SkippedTime is a local time the expression matches that did not fire.
 type SkippedTime struct {
-	// Local is the wall clock, formatted with LocalLayout.
+	// Local is the wall clock: formatted with LocalLayout for a time a
+	// gap skipped (no offset ever showed it), RFC 3339 with its offset
+	// for the instant of a repeated time the fall_back policy leaves out.
 	Local string
-	// Reason is SkipReasonDSTGap.
+	// Reason is SkipReasonDSTGap or SkipReasonDSTOverlap.
 	Reason string
 }
 
@@ -49,11 +55,13 @@ type DSTPreview struct {
 const foldWindow = 26 * time.Hour
 
 // PreviewDST returns up to n fire times of s strictly after after, as
-// Preview does, each with its wall clock in loc, and the local times the
-// expression matches that clocks skipped between after and the last fire
-// time listed, at most n of them, earliest first.
+// Preview does, each with its wall clock in loc, and what the expression
+// matches between after and the last fire time listed that did not fire,
+// at most n of them, earliest first: the local times clocks skipped
+// (under spring_forward skip) and the left-out instants of repeated local
+// times (under fall_back first or last).
 //
-// The notes follow the wall-clock rule of a cron expression. When s is a
+// The notes follow the cron expression's DST policy. When s is a
 // *CronSchedule (or a Window around one) its own zone is used and loc is
 // ignored. Other schedules, such as @every, fire on a fixed grid of
 // instants that no DST change moves: their times carry Local only, and
@@ -70,7 +78,11 @@ func PreviewDST(s Schedule, loc *time.Location, after time.Time, n int) DSTPrevi
 	out := DSTPreview{Times: make([]FireTime, len(times)), Skipped: []SkippedTime{}}
 	for i, t := range times {
 		ft := FireTime{At: t, Local: t.In(loc)}
-		if c != nil && wallRepeats(t, loc) {
+		switch {
+		case c == nil:
+		case c.dst.SpringForward == SpringForwardShift && c.gapShifts(t.Unix()):
+			ft.DST = DSTShifted
+		case wallRepeats(t, loc):
 			ft.DST = DSTRepeated
 		}
 		out.Times[i] = ft
@@ -81,7 +93,46 @@ func PreviewDST(s Schedule, loc *time.Location, after time.Time, n int) DSTPrevi
 		if w, ok := s.(Window); ok && !w.Start.IsZero() && w.Start.After(after) {
 			after = w.Start.Add(-time.Second)
 		}
-		out.Skipped = c.skippedWalls(after, times[len(times)-1], n)
+		out.Skipped = c.skipped(after, times[len(times)-1], n)
+	}
+	return out
+}
+
+// skipped lists, earliest first and at most n, what the expression
+// matches after after and up to last that does not fire: local times a
+// gap skipped (under spring_forward skip) and the instants of repeated
+// local times that fall_back first or last leaves out.
+func (c *CronSchedule) skipped(after, last time.Time, n int) []SkippedTime {
+	type keyed struct {
+		at int64 // where the entry sorts: the gap's end, or the instant
+		s  SkippedTime
+	}
+	var all []keyed
+	if c.dst.SpringForward != SpringForwardShift {
+		for _, sk := range c.skippedWalls(after, last, n) {
+			// time.Date puts a wall clock a gap skipped next to the gap.
+			w, _ := time.ParseInLocation(LocalLayout, sk.Local, c.loc)
+			all = append(all, keyed{w.Unix(), sk})
+		}
+	}
+	if c.dst.FallBack != "" {
+		// Both instants of a repeated local time: those this policy
+		// does not fire. Every instant of both up to last either fires
+		// (at most n do, last among them) or is listed.
+		both := c.WithDST(DSTPolicy{SpringForward: c.dst.SpringForward})
+		listed := 0
+		for t := both.Next(after); !t.IsZero() && !t.After(last) && listed < n; t = both.Next(t) {
+			if c.Next(t.Add(-time.Second)).Equal(t) {
+				continue
+			}
+			listed++
+			all = append(all, keyed{t.Unix(), SkippedTime{Local: t.In(c.loc).Format(time.RFC3339), Reason: SkipReasonDSTOverlap}})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b keyed) int { return cmp.Compare(a.at, b.at) })
+	out := make([]SkippedTime, 0, min(len(all), n))
+	for _, k := range all[:min(len(all), n)] {
+		out = append(out, k.s)
 	}
 	return out
 }

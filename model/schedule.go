@@ -126,6 +126,10 @@ type ScheduleRecord struct {
 	// PauseAfterFailures, when positive, pauses the schedule after that
 	// many consecutive FAILED runs; a SUCCESS resets the count. 0: never.
 	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
+	// DSTPolicy says what a cron expression does when clocks change.
+	// Validate makes it canonical: the default policy is the zero value.
+	// The API's views show it in full (see api's ScheduleView).
+	DSTPolicy DSTPolicy `json:"dst_policy,omitzero"`
 	// Anchor is where "every" and "@every" intervals count from; set when
 	// the schedule is created or its timing changes.
 	Anchor    time.Time `json:"anchor"`
@@ -227,6 +231,7 @@ func (r *ScheduleRecord) Validate() error {
 	if _, err := ParseCatchupPolicy(string(r.CatchupPolicy)); err != nil {
 		errs.Add(&FieldError{"catchup_policy", err.Error()})
 	}
+	errs.Add(r.validateDST())
 	errs.Add(r.validateWindow())
 	if !errs.Has("start_at") && !errs.Has("end_at") && !errs.Has("fire_at") {
 		if _, err := r.Compile(); err != nil {
@@ -342,6 +347,9 @@ func (r *ScheduleRecord) Compile() (Schedule, error) {
 			return nil, &FieldError{"cron_expr", err.Error()}
 		}
 		s = c
+		if cs, ok := c.(*CronSchedule); ok {
+			s = cs.WithDST(r.DSTPolicy)
+		}
 	case KindOnce:
 		if r.FireAt == nil {
 			return nil, &FieldError{"fire_at", "once alarm requires delay_seconds or fire_at"}
@@ -377,6 +385,41 @@ func (r *ScheduleRecord) TimingKey() string {
 		}
 		return strconv.FormatInt(p.UnixNano(), 10)
 	}
-	return strings.Join([]string{string(r.Kind), r.CronExpr, string(r.Dialect), r.Timezone,
+	key := strings.Join([]string{string(r.Kind), r.CronExpr, string(r.Dialect), r.Timezone,
 		strconv.FormatInt(r.EverySeconds, 10), t(r.FireAt), t(r.StartAt), t(r.EndAt)}, "\x00")
+	// The default DST policy adds nothing, so the keys of schedules
+	// stored before policies existed do not change.
+	if p := r.DSTPolicy.String(); p != "" {
+		key += "\x00dst=" + p
+	}
+	return key
+}
+
+// validateDST checks the DST policy and makes it canonical. A policy
+// other than the default is refused where it could change nothing: on
+// once and every schedules and "@every" expressions, which fire on a grid
+// of instants no clock change moves (an explicit default passes).
+func (r *ScheduleRecord) validateDST() error {
+	if err := r.DSTPolicy.Validate(); err != nil {
+		return err
+	}
+	r.DSTPolicy = r.DSTPolicy.Canonical()
+	if r.DSTPolicy.IsDefault() {
+		return nil
+	}
+	if !r.WallClock() {
+		return &FieldError{"dst_policy", "only a cron expression evaluated on the wall clock takes one: @every, every and once schedules fire on instants that no clock change moves"}
+	}
+	return nil
+}
+
+// WallClock reports whether the record's fire times follow the wall clock
+// of its zone (a cron expression other than "@every"), so that a DST
+// policy applies to it.
+func (r *ScheduleRecord) WallClock() bool {
+	if r.Kind != KindCron && r.Kind != "" {
+		return false
+	}
+	f := strings.Fields(r.CronExpr)
+	return len(f) == 0 || f[0] != "@every"
 }

@@ -21,7 +21,7 @@ import (
 // next fire time) and ver (bumped on every definition write) are fields of
 // the same hash.
 var defFields = []string{sfOwner, sfKind, sfTarget, sfWorkflow, sfVersion, sfUser, sfCron, sfDialect, sfZone,
-	sfEvery, sfFireAt, sfDelay, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfPauseAfter, sfAnchor, sfCreated, sfUpdated,
+	sfEvery, sfFireAt, sfDelay, sfStartAt, sfEndAt, sfJitter, sfOverlap, sfCatchup, sfPauseAfter, sfDST, sfAnchor, sfCreated, sfUpdated,
 	afLabel, afConversation, afWakeMessage, afPayload, afIdempotency, afMaxFailures}
 
 func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
@@ -65,6 +65,7 @@ func encodeDef(r *model.ScheduleRecord) []string {
 	add(sfOverlap, string(r.OverlapPolicy))
 	add(sfCatchup, string(r.CatchupPolicy))
 	add(sfPauseAfter, num(int64(r.PauseAfterFailures)))
+	add(sfDST, r.DSTPolicy.String())
 	add(sfAnchor, msString(r.Anchor))
 	add(sfCreated, msString(r.CreatedAt))
 	add(sfUpdated, msString(r.UpdatedAt))
@@ -118,6 +119,13 @@ func decodeDef(id string, h map[string]string) (*model.ScheduleRecord, error) {
 		JitterMs: num(sfJitter), OverlapPolicy: model.OverlapPolicy(h[sfOverlap]), CatchupPolicy: model.CatchupPolicy(h[sfCatchup]),
 		Anchor: fromMS(num(sfAnchor)), CreatedAt: fromMS(num(sfCreated)), UpdatedAt: fromMS(num(sfUpdated)),
 		PauseAfterFailures: int(num(sfPauseAfter)),
+	}
+	if h[sfDST] != "" {
+		p, err := model.ParseDSTPolicy("dst_policy", h[sfDST])
+		if err != nil {
+			return nil, fmt.Errorf("decode stored schedule %s: %w", id, err)
+		}
+		r.DSTPolicy = p
 	}
 	if r.Target == model.TargetWake {
 		a := &model.Alarm{

@@ -38,6 +38,7 @@ const (
 	sfOverlap    = "op" // overlap policy: skip, queue or allow
 	sfCatchup    = "cp" // catch-up policy
 	sfPauseAfter = "pf" // pause_after_failures: consecutive FAILED runs that pause it
+	sfDST        = "dp" // DST policy other than the default, as model.DSTPolicy.String
 	sfAnchor     = "a"  // anchor of @every and "every" timings
 	sfCreated    = "cr" // created at
 	sfUpdated    = "up" // updated at
@@ -278,7 +279,7 @@ var luaNames = []struct {
 	{"sfOwner", sfOwner}, {"sfKind", sfKind}, {"sfTarget", sfTarget}, {"sfWorkflow", sfWorkflow},
 	{"sfVersion", sfVersion}, {"sfUser", sfUser}, {"sfCron", sfCron}, {"sfDialect", sfDialect},
 	{"sfZone", sfZone}, {"sfEvery", sfEvery}, {"sfFireAt", sfFireAt}, {"sfDelay", sfDelay}, {"sfStartAt", sfStartAt},
-	{"sfEndAt", sfEndAt}, {"sfJitter", sfJitter}, {"sfOverlap", sfOverlap}, {"sfCatchup", sfCatchup},
+	{"sfEndAt", sfEndAt}, {"sfJitter", sfJitter}, {"sfOverlap", sfOverlap}, {"sfCatchup", sfCatchup}, {"sfDST", sfDST},
 	{"sfAnchor", sfAnchor}, {"sfCreated", sfCreated}, {"sfUpdated", sfUpdated},
 	{"sfTiming", sfTiming}, {"sfVer", sfVer}, {"sfNext", sfNext}, {"sfPaused", sfPaused},
 	{"sfInflight", sfInflight}, {"sfHeld", sfHeld}, {"sfReleased", sfReleased}, {"sfResumed", sfResumed},

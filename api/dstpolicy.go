@@ -15,7 +15,8 @@ var dstPolicyMembers = []string{"spring_forward", "fall_back"}
 // dstPolicy reads the dst_policy object of a body, such as
 // {"spring_forward": "shift", "fall_back": "first"}; either member may be
 // left out (or null) for its default, and an absent or null dst_policy is
-// the default policy. Errors name the member at fault
+// the default policy. The compact string of /v1/preview ("shift,first")
+// is accepted too. Errors name the member at fault
 // (dst_policy.fall_back); the values are checked by model.DSTPolicy's
 // Validate, which the record's Validate calls.
 func (o object) dstPolicy() (model.DSTPolicy, error) {
@@ -23,10 +24,13 @@ func (o object) dstPolicy() (model.DSTPolicy, error) {
 	if v == nil {
 		return model.DSTPolicy{}, nil
 	}
+	if compact, err := o.str("dst_policy"); err == nil {
+		return model.ParseDSTPolicy("dst_policy", compact)
+	}
 	var in object
 	if err := json.Unmarshal(v, &in); err != nil || in == nil {
 		return model.DSTPolicy{}, fieldError("dst_policy",
-			`must be an object such as {"spring_forward": "shift", "fall_back": "first"}`)
+			`must be an object such as {"spring_forward": "shift", "fall_back": "first"}, or the same as a string: "shift,first"`)
 	}
 	var errs model.FieldErrors
 	for _, k := range sortedKeys(in) {

@@ -131,8 +131,11 @@ func TestUpsertDSTPolicy(t *testing.T) {
 	require.Len(t, list.Schedules, 1)
 	require.Equal(t, &model.DSTPolicy{SpringForward: "shift", FallBack: "both"}, list.Schedules[0].DSTPolicy)
 
-	// The same body again changes nothing; the policy spelt out in full
-	// is the same body.
+	// The same body again changes nothing; the policy spelt out in full,
+	// or in the compact string, is the same body.
+	body["dst_policy"] = "shift"
+	up = ok[api.UpsertResponse](t, b, http.StatusOK, http.MethodPost, "/schedules/upsert", body)
+	require.False(t, up.Changed)
 	body["dst_policy"] = map[string]any{"spring_forward": "shift", "fall_back": "both"}
 	up = ok[api.UpsertResponse](t, b, http.StatusOK, http.MethodPost, "/schedules/upsert", body)
 	require.False(t, up.Changed)
@@ -178,8 +181,10 @@ func TestUpsertDSTPolicyErrors(t *testing.T) {
 		msg    string
 		fields []string
 	}{
-		{"NotAnObject", func(m map[string]any) { m["dst_policy"] = "shift" },
-			`dst_policy: must be an object such as {"spring_forward": "shift", "fall_back": "first"}`, nil},
+		{"NotAnObject", func(m map[string]any) { m["dst_policy"] = 1 },
+			`dst_policy: must be an object such as {"spring_forward": "shift", "fall_back": "first"}, or the same as a string: "shift,first"`, nil},
+		{"BadCompact", func(m map[string]any) { m["dst_policy"] = "shift,later" },
+			`dst_policy: unknown value "later" (want skip or shift for spring_forward, both, first or last for fall_back, comma-separated)`, nil},
 		{"Array", func(m map[string]any) { m["dst_policy"] = []string{"shift"} }, `dst_policy: must be an object`, nil},
 		{"BadSpringForward", func(m map[string]any) { m["dst_policy"] = map[string]any{"spring_forward": "later"} },
 			`dst_policy.spring_forward: unknown spring_forward "later" (want skip or shift)`, nil},

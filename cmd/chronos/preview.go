@@ -18,6 +18,7 @@ type PreviewCmd struct {
 	After   string `name:"after" help:"RFC 3339 instant to start after (default now)."`
 	Count   int    `name:"count" default:"5" help:"How many fire times (1-100)."`
 	Dialect string `name:"dialect" default:"standard" enum:"standard,posix" help:"Cron grammar."`
+	DST     string `name:"dst-policy" help:"DST policy, e.g. \"shift\", \"first\", \"shift,last\" (default skip,both)."`
 }
 
 // Run prints the fire times.
@@ -33,9 +34,16 @@ func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 	if c.Count < 1 || c.Count > api.PreviewCountMax {
 		return fmt.Errorf("--count must be between 1 and %d, got %d", api.PreviewCountMax, c.Count)
 	}
+	policy, err := model.ParseDSTPolicy("--dst-policy", c.DST)
+	if err != nil {
+		return err
+	}
 	s, err := model.ParseCron(c.Cron, c.TZ, model.Dialect(c.Dialect), after)
 	if err != nil {
 		return err
+	}
+	if cs, ok := s.(*model.CronSchedule); ok {
+		s = cs.WithDST(policy)
 	}
 	loc, err := model.LoadZone(c.TZ)
 	if err != nil {
@@ -46,13 +54,22 @@ func (c *PreviewCmd) Run(_ context.Context, env *Env) error {
 	p := model.PreviewDST(s, loc, after, c.Count)
 	for _, t := range p.Times {
 		line := t.At.UTC().Format(time.RFC3339) + "  " + t.Local.Format(time.RFC3339)
-		if t.DST == model.DSTRepeated {
+		switch {
+		case t.DST == model.DSTShifted:
+			line += "  shifted: local times clocks skipped just before fire here"
+		case t.DST == model.DSTRepeated && policy.FallBack != "":
+			line += "  repeated: this local time happens twice and fires once (" + string(policy.FallBack) + ")"
+		case t.DST == model.DSTRepeated:
 			line += "  repeated: this local time happens twice and fires at both"
 		}
 		fmt.Fprintln(env.Stdout, line)
 	}
 	for _, sk := range p.Skipped {
-		fmt.Fprintf(env.Stdout, "skipped %s  %s: clocks sprang forward over it\n", sk.Local, sk.Reason)
+		why := "clocks sprang forward over it"
+		if sk.Reason == model.SkipReasonDSTOverlap {
+			why = "this local time happens twice and fires at its other instant"
+		}
+		fmt.Fprintf(env.Stdout, "skipped %s  %s: %s\n", sk.Local, sk.Reason, why)
 	}
 	return nil
 }

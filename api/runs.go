@@ -63,8 +63,11 @@ func (s *server) reportStatus(c echo.Context) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	run, err := s.store.UpdateRunStatus(c.Request().Context(), key,
-		queue.StatusUpdate{Status: status, RunID: runID, Error: msg})
+	u := queue.StatusUpdate{Status: status, RunID: runID, Error: msg}
+	if status == model.RunFailed {
+		u.Reason = model.ReasonExecutorRejected // the executor says the run failed
+	}
+	run, err := s.store.UpdateRunStatus(c.Request().Context(), key, u)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,9 @@ func newServer(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometh
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := store.RegisterMetrics(reg); err != nil {
+		return nil, nil, err
+	}
 	s := &server{
 		store:   store,
 		cfg:     c,

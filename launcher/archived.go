@@ -58,7 +58,7 @@ func (l *Launcher) sweepArchived(ctx context.Context, since time.Time) (time.Tim
 		}
 		reason := fmt.Sprintf("launch abandoned: asynq archived its task at %s (%s); nothing will retry it",
 			r.ArchivedAt.UTC().Format(time.RFC3339), r.LastErr)
-		err = l.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Release: release})
+		err = l.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, Error: reason, Reason: model.ReasonLaunchAbandoned, Release: release})
 		switch {
 		case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrNotFound):
 			continue // ended, started, or no longer kept

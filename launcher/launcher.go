@@ -132,6 +132,9 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if err := store.RegisterMetrics(reg); err != nil {
+		return nil, err
+	}
 	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg), id: newReplicaID()}
 	l.lane = newLane(l)
 	// The server's worker starts runs as the lane's do (handle); the
@@ -345,7 +348,7 @@ func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 		}
 	}
 	if dag == nil {
-		return nil, l.fail(ctx, p, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
+		return nil, l.fail(ctx, p, model.ReasonWorkflowMissing, fmt.Sprintf("workflow %s version %s not found: register it with PUT /workflows/%s/versions/%s",
 			target.workflowID, target.version, target.workflowID, target.version))
 	}
 	if firstAttempt && a.retried == 0 {
@@ -362,7 +365,7 @@ func (l *Launcher) prepare(ctx context.Context, a attempt) (*Request, error) {
 func (l *Launcher) prepareWake(ctx context.Context, a attempt, rec *model.ScheduleRecord, due, started time.Time, firstAttempt bool) (*Request, error) {
 	p := a.p
 	if l.cfg.Waker == nil {
-		return nil, l.fail(ctx, p, "alarm wake not delivered: this launcher has no WAKE_URL: set WAKE_URL and WAKE_SECRET on the launchers (see docs/wake.md)")
+		return nil, l.fail(ctx, p, model.ReasonLaunchAbandoned, "alarm wake not delivered: this launcher has no WAKE_URL: set WAKE_URL and WAKE_SECRET on the launchers (see docs/wake.md)")
 	}
 	if firstAttempt && a.retried == 0 {
 		l.metrics.startDelay.Observe(max(started.Sub(due), 0).Seconds())
@@ -381,19 +384,19 @@ func (l *Launcher) prepareWake(ctx context.Context, a attempt, rec *model.Schedu
 // its schedule no longer plans it, or it was missed at launch
 // (missedAtLaunch). It says whether it skipped the run.
 func (l *Launcher) skipUnstartable(ctx context.Context, p *queue.TaskPayload, st *queue.LaunchState, due, started time.Time, firstAttempt bool) (bool, error) {
-	sched, reason := stillPlanned(st.Schedule, p)
+	sched, reason, rsn := stillPlanned(st.Schedule, p)
 	late := false
 	// A backfill run is late on purpose: the catch-up policy is not
 	// its schedule's to apply.
 	if reason == "" && p.Source != model.SourceBackfill {
 		reason = missedAtLaunch(st.Schedule, sched, p, due, started, l.cfg.LaunchGrace)
-		late = reason != ""
+		late, rsn = reason != "", model.ReasonLateAtLaunch
 	}
 	if reason == "" {
 		return false, nil
 	}
 	l.logger.InfoContext(ctx, "run skipped",
-		"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", reason)
+		"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "reason", rsn, "why", reason)
 	// A run held behind one no longer planned waited for it, and starts
 	// however late; unless this one had waited past LAUNCH_GRACE itself
 	// with no launcher trying it: then the held run was missed too, and
@@ -402,7 +405,7 @@ func (l *Launcher) skipUnstartable(ctx context.Context, p *queue.TaskPayload, st
 	if !late && (!firstAttempt || started.Sub(due) <= l.cfg.LaunchGrace) {
 		release = queue.ReleaseUnplanned
 	}
-	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, From: model.RunEnqueued, Release: release})
+	applied, err := l.report(ctx, p, queue.StatusUpdate{Status: model.RunSkipped, Error: reason, Reason: rsn, From: model.RunEnqueued, Release: release})
 	if err != nil {
 		return true, err
 	}
@@ -428,14 +431,18 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 			return err
 		}
 		retried := a.retried
-		if isPermanent(err) || retried >= a.maxRetry {
+		if permanent := isPermanent(err); permanent || retried >= a.maxRetry {
 			what := "executor"
 			if p.Target == model.TargetWake {
 				what = "wake delivery"
 			}
+			rsn := model.ReasonRetriesExhausted
+			if permanent {
+				rsn = model.ReasonExecutorRejected
+			}
 			// An alarm counts the last failed delivery as the ones before.
 			return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, From: model.RunEnqueued, DeliveryFailed: true,
-				Error: fmt.Sprintf("%s failed after %d attempts: %v", what, retried+1, err)})
+				Reason: rsn, Error: fmt.Sprintf("%s failed after %d attempts: %v", what, retried+1, err)})
 		}
 		l.logger.WarnContext(ctx, "executor failed; asynq will retry",
 			"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID, "attempt", retried+1, "err", err)
@@ -450,7 +457,11 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 		res.Status = model.RunStarted
 	}
 	l.metrics.launched.WithLabelValues(string(res.Status)).Inc()
-	return l.recordLaunch(ctx, p, queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error})
+	u := queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error}
+	if res.Status == model.RunFailed {
+		u.Reason = model.ReasonExecutorRejected // it answered that the run failed
+	}
+	return l.recordLaunch(ctx, p, u)
 }
 
 // recordLaunch records the status of a run the executor accepted. The
@@ -515,31 +526,44 @@ func (l *Launcher) waitForFireTime(ctx context.Context, p *queue.TaskPayload) er
 type runTarget struct{ workflowID, version, userID string }
 
 // stillPlanned returns the compiled schedule of a scheduled run, or why
-// the run should not start: its schedule (rec, nil when deleted) was
-// deleted, paused, or changed so that the run's time is no longer one of
-// its fire times. Runs are enqueued ahead of time, so this is checked when
-// they start.
-func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedule, string) {
+// the run should not start, in words and as a reason: its schedule (rec,
+// nil when deleted) was deleted (an alarm: cancelled), paused, or changed
+// so that the run's time is no longer one of its fire times: outside its
+// new start_at/end_at window, or not one of its new timing's. Runs are
+// enqueued ahead of time, so this is checked when they start.
+func stillPlanned(rec *model.ScheduleRecord, p *queue.TaskPayload) (model.Schedule, string, model.RunReason) {
 	if rec == nil {
-		return nil, "schedule deleted before the run started"
+		return nil, "schedule deleted before the run started", model.ReasonDeleted
 	}
 	if rec.Alarm != nil && rec.Alarm.Status == model.AlarmCancelled {
-		return nil, "alarm cancelled before its wake was delivered"
+		return nil, "alarm cancelled before its wake was delivered", model.ReasonDeleted
 	}
 	if rec.Alarm != nil && rec.Paused {
-		return nil, "alarm paused before its wake was delivered"
+		return nil, "alarm paused before its wake was delivered", model.ReasonPaused
 	}
 	if rec.Paused {
-		return nil, "schedule paused before the run started"
+		return nil, "schedule paused before the run started", model.ReasonPaused
 	}
 	sched, err := rec.Compile()
 	if err != nil {
-		return nil, "schedule no longer compiles: " + err.Error()
+		return nil, "schedule no longer compiles: " + err.Error(), model.ReasonScheduleChanged
 	}
 	if !sched.Next(p.RunAt.Add(-time.Second)).Equal(p.RunAt) {
-		return nil, "schedule changed; this time is no longer one of its fire times"
+		if (rec.StartAt != nil && p.RunAt.Before(*rec.StartAt)) || (rec.EndAt != nil && p.RunAt.After(*rec.EndAt)) {
+			return nil, fmt.Sprintf("schedule changed; this time is outside its window (start_at %s, end_at %s)",
+				timeOrNone(rec.StartAt), timeOrNone(rec.EndAt)), model.ReasonOutsideWindow
+		}
+		return nil, "schedule changed; this time is no longer one of its fire times", model.ReasonScheduleChanged
 	}
-	return sched, ""
+	return sched, "", ""
+}
+
+// timeOrNone formats an optional time for a message.
+func timeOrNone(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // missedAtLaunch returns why a run of schedule rec (compiled: sched) that
@@ -583,11 +607,11 @@ func (l *Launcher) recordFailedAttempt(ctx context.Context, p *queue.TaskPayload
 	return l.store.RecordFailedAttempt(ctx, p, retryAt, reason)
 }
 
-// fail records the run FAILED, unless it has moved on meanwhile (the
+// fail records the run FAILED for reason rsn (why: reason), unless it has moved on meanwhile (the
 // executor reported it STARTED or ended itself, its answer to this call
 // being lost), and stops asynq from retrying it.
-func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, reason string) error {
-	return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason, From: model.RunEnqueued})
+func (l *Launcher) fail(ctx context.Context, p *queue.TaskPayload, rsn model.RunReason, reason string) error {
+	return l.failWith(ctx, p, queue.StatusUpdate{Status: model.RunFailed, Error: reason, Reason: rsn, From: model.RunEnqueued})
 }
 
 // failWith is fail with the FAILED update u.

@@ -165,6 +165,11 @@ type PlannedRun struct {
 	// Status is ENQUEUED (a task follows) or SKIPPED (recorded only).
 	Status model.RunStatus
 	Error  string
+	// Reason says why a SKIPPED run is not started (model.ReasonOverlap,
+	// model.ReasonCatchupDropped). A catchup_dropped run is a record of
+	// the missed runs a catch-up dropped: it never ends a run planned
+	// before.
+	Reason model.RunReason
 	// Task is the asynq payload of an ENQUEUED run.
 	Task TaskPayload
 	// CaughtUp marks a run planned late, by catch-up after it was
@@ -176,6 +181,10 @@ type PlannedRun struct {
 	// before) nor when the commit cut the plan short before this run (it
 	// is planned again: see commit.lua).
 	Written bool
+	// Taken is set by Commit: the run was to be ENQUEUED but a manual run
+	// holds its idempotency key, so it was recorded SKIPPED
+	// (model.ReasonManualKeyTaken) instead.
+	Taken bool
 }
 
 // Plan is what a scheduler decided for one due schedule.
@@ -236,7 +245,7 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 					return nil, err
 				}
 			}
-			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt)
+			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt, string(r.Reason))
 		}
 	}
 	if len(args) != want {
@@ -260,19 +269,32 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 		}
 		marks := made[len(commitApplied):]
 		for j := range plans[i].Runs {
-			plans[i].Runs[j].Written = j < len(marks) && marks[j:j+1] == runWritten
+			r := &plans[i].Runs[j]
+			mark := ""
+			if j < len(marks) {
+				mark = marks[j : j+1]
+			}
+			r.Written, r.Taken = mark == runWritten, mark == runTaken
+			switch {
+			case r.Taken:
+				s.ledger.count(model.ReasonManualKeyTaken, 1)
+			case r.Written && r.Status == model.RunSkipped:
+				s.ledger.count(r.Reason, 1)
+			}
 		}
 	}
 	return out, nil
 }
 
-// ExpireInflight fails in-flight runs past their deadline and releases
-// their schedules; it returns the failed runs' keys.
+// ExpireInflight fails in-flight runs past their deadline (reason
+// model.ReasonRunTimeout) and releases their schedules; it returns the
+// failed runs' keys.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
 	keys, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason, s.tasks.Keys().TaskPrefix()).StringSlice()
+		shardPrefix(shard), ms(now), limit, reason, s.tasks.Keys().TaskPrefix(), string(model.ReasonRunTimeout)).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}
+	s.ledger.count(model.ReasonRunTimeout, len(keys))
 	return keys, nil
 }

@@ -38,6 +38,7 @@ const (
 	RfCreated  = rfCreated
 	RfUpdated  = rfUpdated
 	RfError    = rfError
+	RfReason   = rfReason
 	RfSource   = rfSource
 	RfAttempts = rfAttempts
 

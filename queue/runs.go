@@ -225,6 +225,9 @@ type StatusUpdate struct {
 	// Release is how a final status releases a "queue" run held behind
 	// this one (model.AtRelease; release.lua's ran() in Lua).
 	Release ReleaseRule
+	// Reason says why a SKIPPED or FAILED run ended so (model.RunReason);
+	// "" leaves none.
+	Reason model.RunReason
 	// DeliveryFailed marks a FAILED run whose last executor call failed:
 	// an alarm counts it among its failed deliveries (failure_count), as
 	// RecordFailedAttempt counts the ones before it.
@@ -296,7 +299,8 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 		failed = flagSet
 	}
 	res, err := s.batch.runScript(ctx, statusScript, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed).Slice()
+		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
+		string(u.Reason)).Slice()
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", key, err)
 	}
@@ -307,6 +311,8 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 		return fmt.Errorf("run %s: %w", key, ErrNotFound)
 	case code == statusUnchanged && (cur != string(u.Status) || u.From != ""):
 		return fmt.Errorf("run %s is already %s: %w", key, cur, ErrConflict)
+	case code == statusChanged && (u.Status == model.RunSkipped || u.Status == model.RunFailed):
+		s.ledger.countStatus(u.Status, u.Reason)
 	}
 	return nil
 }

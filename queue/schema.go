@@ -78,7 +78,7 @@ const (
 	backfillStale    = -2 // the definition changed since the times were computed
 	backfillPaused   = -3 // the schedule is paused
 
-	runTaken         = "t" // not written: a manual run or a live task holds the key
+	runTaken         = "t" // a manual run or a live task holds the key: not written (backfill.lua), or written SKIPPED, reasonManualKeyTaken (commit.lua)
 	runBeforeHistory = "h" // not written: older than the oldest record of a full history
 
 	backfillHeaderKeys = 6
@@ -193,6 +193,15 @@ const (
 	overlapQueue = string(model.OverlapQueue)   // sfOverlap: runs wait for the one in flight
 )
 
+// Reasons (rfReason) the scripts decide themselves; the others come from
+// Go, as arguments.
+const (
+	reasonPaused         = string(model.ReasonPaused)         // pause.lua settles a run
+	reasonDeleted        = string(model.ReasonDeleted)        // delete.lua, upsert.lua settle a run
+	reasonManualKeyTaken = string(model.ReasonManualKeyTaken) // commit.lua: a manual run took the key
+	reasonCatchupDropped = string(model.ReasonCatchupDropped) // commit.lua: a record only, never ends a run
+)
+
 // How status.lua releases a run held behind the one it ends (ARGV[8]).
 const (
 	releaseUnplanned = string(ReleaseUnplanned) // the run was SKIPPED as no longer planned: it ran
@@ -248,7 +257,7 @@ const (
 const (
 	commitApplied = "+" // the plan applied
 	runWritten    = "1" // the run's record (and task) were written
-	runKept       = "0" // not written: its record existed, or its key is taken
+	runKept       = "0" // not written: its record existed
 	runCut        = "-" // not applied: the plan was cut short before it
 )
 
@@ -258,7 +267,7 @@ const (
 const (
 	commitHeaderArgs = 7
 	commitPlanArgs   = 11
-	commitRunArgs    = 7
+	commitRunArgs    = 8
 )
 
 // upsert.lua's and alarm_create.lua's ARGV: these many fixed arguments,
@@ -312,6 +321,8 @@ var luaNames = []struct {
 	{"attemptNotEnqueued", attemptNotEnqueued},
 	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},
 	{"runWritten", runWritten}, {"runKept", runKept}, {"runCut", runCut},
+	{"reasonPaused", reasonPaused}, {"reasonDeleted", reasonDeleted}, {"reasonManualKeyTaken", reasonManualKeyTaken},
+	{"reasonCatchupDropped", reasonCatchupDropped},
 	{"commitHeaderArgs", commitHeaderArgs}, {"commitPlanArgs", commitPlanArgs}, {"commitRunArgs", commitRunArgs},
 	{"upsertHeaderArgs", upsertHeaderArgs}, {"alarmCreateHeaderArgs", alarmCreateHeaderArgs},
 	{"sfPauseAfter", sfPauseAfter}, {"sfFailStreak", sfFailStreak}, {"sfFailErr", sfFailErr}, {"sfPausedWhy", sfPausedWhy},

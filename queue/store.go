@@ -25,6 +25,7 @@ type Store struct {
 	tasks       *asynqwire.Queue // the run queue
 	defs        *defCache        // compiled definitions of due schedules
 	scriptFlags bool             // Redis refuses a writing script whole when full
+	ledger      *ledgerMetrics   // SKIPPED and FAILED runs by reason (RegisterMetrics)
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -50,7 +51,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	}
 	b := &batcher{rdb: rdb}
 	return &Store{rdb: rdb, clock: clock, cfg: c, batch: b, tasks: asynqwire.New(rdb, c.QueueName, b.runScript),
-		defs: newDefCache(defCacheSize), scriptFlags: flags}, nil
+		defs: newDefCache(defCacheSize), scriptFlags: flags, ledger: newLedgerMetrics()}, nil
 }
 
 // Tasks returns the run queue: asynq's queue of run tasks, whose task

@@ -300,7 +300,8 @@ func TestCommit(t *testing.T) {
 			wantApplied: true, wantWritten: []bool{false},
 			after: redisState{hashes: map[string]map[string]string{
 				queue.RunKey(sh, k1): record(k1, T, queue.RfStatus, string(model.RunSkipped), queue.RfEnqueued, "",
-					queue.RfError, "skipped: its idempotency key is taken by a manual run started with it"),
+					queue.RfError, "skipped: its idempotency key is taken by a manual run started with it",
+					queue.RfReason, string(model.ReasonManualKeyTaken)),
 			}},
 		},
 		{
@@ -565,7 +566,7 @@ func TestExpireInflight(t *testing.T) {
 	rec := func(st model.RunStatus, kv ...string) map[string]string {
 		return with(map[string]string{queue.RfSchedule: id, queue.RfStatus: string(st), queue.RfUpdated: "1"}, kv...)
 	}
-	failed := rec(model.RunFailed, queue.RfError, reason, queue.RfUpdated, msStr(T))
+	failed := rec(model.RunFailed, queue.RfError, reason, queue.RfUpdated, msStr(T), queue.RfReason, string(model.ReasonRunTimeout))
 	for i, tc := range []struct {
 		name     string
 		before   redisState

@@ -24,7 +24,7 @@ func TestCatchup(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct {
 			policy  model.CatchupPolicy
-			want    int     // runs recorded for the missed hour (00:05 to 00:55: 11 missed)
+			want    int     // runs recorded for the missed hour (00:05 to 00:55: 11 missed), the one record of those dropped aside
 			dropped float64 // chronos_runs_missed_total: catch-ups that dropped runs
 		}{
 			{model.CatchupNone, 0, 1},
@@ -41,12 +41,16 @@ func TestCatchup(t *testing.T) {
 				b.tickAll(t)
 				runs, err := b.store.ListRuns(context.Background(), rec.ID, 100)
 				require.NoError(t, err)
-				var missed []*model.Run
+				var missed, records []*model.Run
 				for _, r := range runs {
-					if r.RunAt.Before(start.Add(time.Hour)) {
+					switch {
+					case r.Reason == model.ReasonCatchupDropped:
+						records = append(records, r)
+					case r.RunAt.Before(start.Add(time.Hour)):
 						missed = append(missed, r)
 					}
 				}
+				require.Len(t, records, int(tc.dropped), "one record of the runs dropped")
 				require.Len(t, missed, tc.want)
 				now := b.clock.Now()
 				for _, r := range missed {

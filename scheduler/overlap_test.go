@@ -63,10 +63,12 @@ func TestOverlap(t *testing.T) {
 	t.Run("QueuedRunStartsWhateverTheCatchupPolicy", func(t *testing.T) {
 		t.Parallel()
 		for policy, want := range map[model.CatchupPolicy][]string{
-			// 00:03 and 00:04 are dropped; 00:05 comes after 00:02 ended.
-			model.CatchupNone: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:05:00Z"},
-			// 00:04, the latest of those missed, waits for 00:02.
-			model.CatchupLatest: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:04:00Z"},
+			// 00:03 and 00:04 are dropped (00:04 the record of both,
+			// SKIPPED catchup_dropped); 00:05 comes after 00:02 ended.
+			model.CatchupNone: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:04:00Z", "2024-03-09T00:05:00Z"},
+			// 00:04, the latest of those missed, waits for 00:02; 00:03
+			// is dropped (SKIPPED catchup_dropped).
+			model.CatchupLatest: {"2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z", "2024-03-09T00:03:00Z", "2024-03-09T00:04:00Z"},
 		} {
 			t.Run(string(policy), func(t *testing.T) {
 				t.Parallel()
@@ -78,13 +80,16 @@ func TestOverlap(t *testing.T) {
 				b.report(t, rec.ID, first, model.RunSuccess)
 				b.clock.Advance(time.Second)
 				b.tickAll(t)
-				runs := queuetest.RequireRuns(t, b.store, rec.ID, "", "2024-03-09T00:01:00Z", "2024-03-09T00:02:00Z")
+				// The backlog behind it is judged at once: the record of
+				// the runs dropped is written with the queued run.
+				runs := queuetest.RequireRuns(t, b.store, rec.ID, "", want[:3]...)
 				require.Equal(t, model.RunEnqueued, runs[1].Status, "the queued run starts when the one in flight ends")
 
 				b.report(t, rec.ID, runs[1].IdempotencyKey, model.RunSuccess)
 				b.runUntil(t, start.Add(6*time.Minute+5*time.Second), 5*time.Second)
 				runs = queuetest.RequireRuns(t, b.store, rec.ID, "", want...)
-				require.Equal(t, model.RunEnqueued, runs[2].Status)
+				require.Equal(t, model.ReasonCatchupDropped, runs[2].Reason)
+				require.Equal(t, model.RunEnqueued, runs[3].Status)
 				keys := b.rdb.Keys(context.Background(), "chronos:*:sched:q").Val()
 				require.Len(t, keys, 1)
 				require.False(t, b.rdb.HExists(context.Background(), keys[0], "rel").Val(), "the release mark outlived its plan")

@@ -74,14 +74,40 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 	}
 	sp := &schedPlan{cfg: pl.cfg, d: d, rec: rec, sched: sched, now: now,
 		jitter: time.Duration(rec.JitterMs) * time.Millisecond, began: maxTime(rec.Anchor, d.ResumedAt), lead: pl.lead(rec)}
-	times, next, missed := sp.dueTimes()
+	times, next, drop := sp.dueTimes()
+	if !drop.first.IsZero() {
+		p.Runs = append(p.Runs, sp.dropRecord(drop))
+		missed = 1
+	}
 	sp.emit(&p, times, next)
 	return p, missed
 }
 
+// dropWindow is a stretch of missed runs a catch-up policy dropped, from
+// first to last (zero: none).
+type dropWindow struct{ first, last time.Time }
+
+// dropRecord is the ledger's record of a drop window: one SKIPPED run,
+// the last one dropped, reason catchup_dropped, whose error names the
+// window. One record per catch-up, however many runs it dropped (an
+// outage can miss millions): the run history stays bounded
+// (docs/ledger.md). It is a record only: commit.lua never lets it end a
+// run planned before.
+func (sp *schedPlan) dropRecord(w dropWindow) queue.PlannedRun {
+	what := "the run at " + w.last.UTC().Format(time.RFC3339) + " was"
+	if !w.first.Equal(w.last) {
+		what = fmt.Sprintf("the runs from %s to %s were", w.first.UTC().Format(time.RFC3339), w.last.UTC().Format(time.RFC3339))
+	}
+	return queue.PlannedRun{
+		Key: model.IdempotencyKey(sp.d.ID, w.last), RunAt: w.last, FireAt: sp.fireAt(w.last),
+		Status: model.RunSkipped, Reason: model.ReasonCatchupDropped,
+		Error: fmt.Sprintf("missed: %s missed and not started (catchup_policy %s); this record stands for them all", what, sp.rec.CatchupPolicy),
+	}
+}
+
 // dueTimes returns the times to plan now, in order, the schedule's next
-// time after them, and how many catch-up events dropped missed runs.
-func (sp *schedPlan) dueTimes() (times []dueTime, next time.Time, missed int) {
+// time after them, and the missed runs a catch-up dropped.
+func (sp *schedPlan) dueTimes() (times []dueTime, next time.Time, drop dropWindow) {
 	now, limit := sp.now, sp.cfg.MaxCatchupPerTick
 	t := sp.d.Next
 	heldBacklog := false
@@ -98,14 +124,14 @@ func (sp *schedPlan) dueTimes() (times []dueTime, next time.Time, missed int) {
 	}
 	if !t.IsZero() {
 		var kept []dueTime
-		kept, t, missed = sp.missedRuns(t, sp.missedBefore(heldBacklog), limit-len(times))
+		kept, t, drop = sp.missedRuns(t, sp.missedBefore(heldBacklog), limit-len(times))
 		times = append(times, kept...)
 	}
 	for !t.IsZero() && !sp.act(t).After(now) && len(times) < limit {
 		times = append(times, dueTime{at: t})
 		t = sp.sched.Next(t)
 	}
-	return times, t, missed
+	return times, t, drop
 }
 
 func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
@@ -113,8 +139,8 @@ func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
 }
 
 // missedRuns returns the missed runs from t on that the catch-up policy
-// keeps (at most limit), the first time after them, and whether it
-// dropped any (0 or 1). A run is missed when its jittered fire time is before cutoff. The
+// keeps (at most limit), the first time after them, and the runs it
+// dropped (a window: the first and the last). A run is missed when its jittered fire time is before cutoff. The
 // missed runs are those from t on up to the first that is not (with a
 // jitter longer than the period, a later run can be missed and an earlier
 // one not: it waits its turn). Past the runs surely missed (jitter moves
@@ -122,10 +148,10 @@ func (sp *schedPlan) missedBefore(heldBacklog bool) time.Time {
 // look at them one by one: that stretch ends after about
 // sqrt(π·jitter/period) runs (a few hundred for a per-second schedule
 // with a day's jitter).
-func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime, next time.Time, dropped int) {
+func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime, next time.Time, dropped dropWindow) {
 	isMissed := func(t time.Time) bool { return sp.fireAt(t).Before(cutoff) }
 	if !isMissed(t) {
-		return nil, t, 0
+		return nil, t, dropWindow{}
 	}
 	surely := cutoff.Add(-sp.jitter)
 	if end := sp.rec.EndAt; end != nil && end.Before(cutoff) && end.After(surely) {
@@ -134,13 +160,16 @@ func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime,
 	first := t
 	switch sp.rec.CatchupPolicy.Keeps() {
 	case model.KeepNoMissed:
+		last := t
 		if t.Before(surely) {
-			t = sp.sched.Next(surely.Add(-time.Nanosecond))
+			last = lastBefore(sp.sched, t, surely)
+			t = sp.sched.Next(last) // the first at or after surely
 		}
 		for !t.IsZero() && isMissed(t) {
+			last = t
 			t = sp.sched.Next(t)
 		}
-		return nil, t, 1
+		return nil, t, dropWindow{first: first, last: last}
 	case model.KeepLatestMissed:
 		last := t
 		if t.Before(surely) {
@@ -150,7 +179,8 @@ func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime,
 			last = n
 		}
 		if !last.Equal(first) {
-			dropped = 1 // runs before last are dropped
+			// The runs before last are dropped.
+			dropped = dropWindow{first: first, last: lastBefore(sp.sched, first, last)}
 		}
 		return []dueTime{{at: last, missed: true, latest: true}}, sp.sched.Next(last), dropped
 	}
@@ -158,7 +188,7 @@ func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime,
 		kept = append(kept, dueTime{at: t, missed: true})
 		t = sp.sched.Next(t)
 	}
-	return kept, t, 0
+	return kept, t, dropWindow{}
 }
 
 // emit writes into p the runs of times, each as the policies decide
@@ -189,7 +219,7 @@ func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
 		run := queue.PlannedRun{Key: key, RunAt: dt.at, FireAt: fire, Status: model.RunEnqueued, CaughtUp: dt.missed}
 		switch outcome {
 		case model.OutcomeSkip:
-			run.Status = model.RunSkipped
+			run.Status, run.Reason = model.RunSkipped, model.ReasonOverlap
 			run.Error = fmt.Sprintf("skipped: run %s is still in flight (overlap_policy skip)", inflight)
 		case model.OutcomeFire, model.OutcomeSpread:
 			if rec.OverlapPolicy != model.OverlapAllow && inflight != key {

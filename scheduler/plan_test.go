@@ -161,7 +161,8 @@ func TestCatchupOfAJitterLongerThanThePeriod(t *testing.T) {
 		r.CatchupPolicy = policy
 		p, missed := pl.plan(queue.DueSchedule{ID: "s", Next: sched.Next(start.Add(-time.Second))}, &r, sched, now)
 		require.Equal(t, 1, missed, policy)
-		runs, next := p.Runs, p.NewNext
+		require.Equal(t, model.ReasonCatchupDropped, p.Runs[0].Reason, "the record of the runs dropped comes first")
+		runs, next := p.Runs[1:], p.NewNext
 		switch policy {
 		case model.CatchupNone:
 			if len(runs) > 0 { // its jittered time has come
@@ -196,9 +197,14 @@ func TestCatchupIsCheapWhenEndAtIsInsideTheOutageWithJitter(t *testing.T) {
 		p, _ := pl.plan(queue.DueSchedule{ID: "s", Next: s.Next(start)}, rec, c, now)
 		require.Less(t, c.n, 1000, "%s: Next calls", cp)
 		require.True(t, p.NewNext.IsZero(), "%s: nothing after end_at", cp)
+		require.Equal(t, model.ReasonCatchupDropped, p.Runs[0].Reason, "%s: the record of the runs dropped", cp)
 		if cp == model.CatchupLatest {
+			require.Len(t, p.Runs, 2)
+			require.Equal(t, end.Truncate(time.Second), p.Runs[1].RunAt)
+			require.Equal(t, end.Truncate(time.Second).Add(-time.Second), p.Runs[0].RunAt, "the last run dropped")
+		} else {
 			require.Len(t, p.Runs, 1)
-			require.Equal(t, end.Truncate(time.Second), p.Runs[0].RunAt)
+			require.Equal(t, end.Truncate(time.Second), p.Runs[0].RunAt, "the last run dropped")
 		}
 	}
 }

@@ -63,6 +63,9 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if err := store.RegisterMetrics(reg); err != nil {
+		return nil, err
+	}
 	return &Scheduler{
 		store:   store,
 		clock:   store.Clock(),
@@ -460,7 +463,9 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 						s.metrics.drift.Observe(max(at.Sub(r.FireAt), 0).Seconds())
 					}
 				case model.RunSkipped:
-					s.metrics.skipped.Inc()
+					if r.Reason == model.ReasonOverlap {
+						s.metrics.skipped.Inc()
+					}
 				}
 			}
 		}

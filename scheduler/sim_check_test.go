@@ -162,6 +162,18 @@ func (s *sim) checkNewRun(sc *simSched, got *model.Run) {
 			sc.queueEpoch, sc.queueLast = st.epoch, at
 		}
 	case model.RunSkipped:
+		if got.Reason == model.ReasonCatchupDropped {
+			// The record of the runs a catch-up dropped (the last of
+			// them): that run was missed, and the policy drops.
+			s.stats["skipped (catchup_dropped record)"]++
+			if st.rec.CatchupPolicy != model.CatchupNone && st.rec.CatchupPolicy != model.CatchupLatest {
+				s.fail("%s: a record of dropped runs under catchup_policy %s, which drops none", desc, st.rec.CatchupPolicy)
+			}
+			if why := s.notMissed(sc, at); why != "" {
+				s.fail("%s: recorded as dropped by catch-up, but it was not missed: %s", desc, why)
+			}
+			break
+		}
 		s.stats["skipped (overlap)"]++
 		// Only the overlap policy skips a run at planning (no manual
 		// runs here): the run it names must be in flight.

@@ -26,11 +26,12 @@
 --   alarm_lifecycle.lua's alarm_retire), number of runs,
 --   then per run commitRunArgs: key, run_at ms, fire_at ms, status,
 --   error, asynq message ("" for a SKIPPED run), process_at unix s ("0"
---   = now)
+--   = now), reason of a SKIPPED run (model.RunReason; "" = none)
 -- Output: per plan, commitStale, else commitApplied and per run
 -- runWritten, runKept (not written as planned: its record existed,
--- planned before, or its key is taken, see below) or runCut (not
--- applied: the plan was cut short). The names are schema.go's.
+-- planned before), runTaken (recorded SKIPPED, reasonManualKeyTaken:
+-- its key is taken, see below) or runCut (not applied: the plan was cut
+-- short). The names are schema.go's.
 local pfx, now, keep, tpfx, nowNS, mpfx = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local due_key, inflight_key = KEYS[1], KEYS[2]
 local takenErr = 'skipped: its idempotency key is taken by a manual run started with it'
@@ -47,7 +48,7 @@ local function read_plan(i)
   i = i + commitPlanArgs
   for r = 1, tonumber(ARGV[i - 1]) do
     p.runs[r] = {key = ARGV[i], at = ARGV[i + 1], fire = ARGV[i + 2], st = ARGV[i + 3], err = ARGV[i + 4],
-      msg = ARGV[i + 5], processAt = ARGV[i + 6]}
+      msg = ARGV[i + 5], processAt = ARGV[i + 6], rsn = ARGV[i + 7]}
     i = i + commitRunArgs
   end
   return p, i
@@ -120,15 +121,16 @@ local function write_run(p, run, hkey)
       redis.call('PERSIST', rkey)
       -- Enqueued before, SKIPPED by this plan (overlap_policy skip, a run
       -- in flight): not started. One a launcher has taken already is
-      -- left as it is.
-      if run.st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
+      -- left as it is. A catch-up's record of dropped runs is a record
+      -- only: it never ends a run planned before.
+      if run.st == stSkipped and run.rsn ~= reasonCatchupDropped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
         not run_launching(stEnqueued, tkey) then
-        run_end(rkey, stSkipped, run.err, now)
+        run_end(rkey, stSkipped, run.err, now, run.rsn)
       end
     end
     return runKept
   end
-  local st, err, mark = run.st, run.err, runWritten
+  local st, err, mark, rsn = run.st, run.err, runWritten, run.rsn
   local noTask = false -- known: no task has this id
   if st == stEnqueued then
     local t = takenSeen[run.key]
@@ -142,10 +144,10 @@ local function write_run(p, run, hkey)
       takenSeen[run.key], noTask = t, not t and state == nil
     end
     if t then
-      st, err, mark = stSkipped, takenErr, runKept
+      st, err, mark, rsn = stSkipped, takenErr, runTaken, reasonManualKeyTaken
     end
   end
-  run_create(rkey, p.id, run.at, run.fire, st, now, srcSchedule, err)
+  run_create(rkey, p.id, run.at, run.fire, st, now, srcSchedule, err, nil, rsn)
   if noTask then
     enqueue_new_task(tkey, run.key, run.msg, run.processAt, nowNS, KEYS[3], KEYS[4])
   elseif st == stEnqueued then

@@ -32,7 +32,7 @@ end
 redis.call('SET', KEYS[5], nonce, 'EX', 60)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
-settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[6], KEYS[7], now, 'schedule deleted before the run started')
+settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[6], KEYS[7], now, 'schedule deleted before the run started', reasonDeleted)
 for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   redis.call('EXPIRE', rpfx .. k, retention)
 end

@@ -8,8 +8,9 @@
 -- ARGV[3] -> at most this many schedules
 -- ARGV[4] -> error to record
 -- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[6] -> reason to record (model.ReasonRunTimeout)
 -- Output: idempotency keys marked FAILED
-local pfx, now, limit, errText, tpfx = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local pfx, now, limit, errText, tpfx, rsn = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
   local skey = pfx .. segSched .. id
@@ -18,7 +19,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0
     local rkey = pfx .. segRun .. inflight
     local st = redis.call('HGET', rkey, rfStatus)
     if st == stEnqueued or st == stStarted then
-      run_end(rkey, stFailed, errText, now)
+      run_end(rkey, stFailed, errText, now, rsn)
       alarm_run_ended(skey, stFailed, errText, now, false)
       out[#out + 1] = inflight
     end

@@ -34,7 +34,7 @@ if pause then
   -- as a launcher skipping it would (release.lua, paused: the hold is
   -- cleared and resume plans the next time).
   local settled = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[5], KEYS[6], now,
-    'schedule paused before the run started')
+    'schedule paused before the run started', reasonPaused)
   local infl = redis.call('HGET', KEYS[1], sfInflight)
   if infl and settled[infl] then
     release(KEYS[1], id, KEYS[2], KEYS[3], true, now)

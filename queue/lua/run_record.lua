@@ -13,13 +13,18 @@ end
 
 -- run_create writes the record of a new run at rkey: schedule id sid
 -- ('' for a manual run), run_at and fire_at ms, status st, the caller's
--- now (ms), source src, and the optional error err and request nonce req.
--- An ENQUEUED run is enqueued now.
-local function run_create(rkey, sid, at, fire, st, now, src, err, req)
+-- now (ms), source src, and the optional error err, request nonce req and
+-- reason rsn (model.RunReason, a SKIPPED run's). An ENQUEUED run is
+-- enqueued now.
+local function run_create(rkey, sid, at, fire, st, now, src, err, req, rsn)
   local f = {rfSchedule, sid, rfRunAt, at, rfFireAt, fire, rfStatus, st, rfCreated, now, rfUpdated, now, rfSource, src}
   if err and err ~= '' then
     f[#f + 1] = rfError
     f[#f + 1] = err
+  end
+  if rsn and rsn ~= '' then
+    f[#f + 1] = rfReason
+    f[#f + 1] = rsn
   end
   if st == stEnqueued then
     f[#f + 1] = rfEnqueued
@@ -32,10 +37,13 @@ local function run_create(rkey, sid, at, fire, st, now, src, err, req)
   redis.call('HSET', rkey, unpack(f))
 end
 
--- run_end records that the run at rkey ended with status st (final) and
--- error err, at now (ms).
-local function run_end(rkey, st, err, now)
+-- run_end records that the run at rkey ended with status st (final),
+-- error err and reason rsn (model.RunReason; '' = none), at now (ms).
+local function run_end(rkey, st, err, now, rsn)
   redis.call('HSET', rkey, rfStatus, st, rfError, err, rfUpdated, now)
+  if rsn and rsn ~= '' then
+    redis.call('HSET', rkey, rfReason, rsn)
+  end
 end
 
 -- run_attempts is how many executor attempts of the run at rkey failed

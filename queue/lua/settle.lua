@@ -1,7 +1,7 @@
 -- Shared by pause.lua and delete.lua (loadScript puts it, after
 -- run_record.lua, before them).
 --
--- settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why)
+-- settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why, rsn)
 -- settles the runs in schedule sid's history (hkey) that no launcher has
 -- touched: ENQUEUED, no failed executor attempt, their task still
 -- waiting in asynq (pending or scheduled), so no launcher holds one or
@@ -14,14 +14,16 @@
 --             | planned afresh: a record left there would be taken for
 --             | the run of a resumed or re-created schedule at that time
 --             | (commit.lua's "planned again") and never run
---   due       | recorded SKIPPED with why; its task finds it ended
+--   due       | recorded SKIPPED with why and reason rsn; its task
+--             | finds it ended
 --
 -- Runs a launcher holds, retries or has ended are left to it: its own
 -- check skips them when their schedule is paused or gone. A manual
 -- run's record under one of the keys (another sid) is not the
--- schedule's, nor its task. It returns the settled keys as a set.
-local function settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why)
-  local settled = {}
+-- schedule's, nor its task. It returns the settled keys as a set, and
+-- how many it recorded SKIPPED.
+local function settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why, rsn)
+  local settled, skipped = {}, 0
   for _, k in ipairs(redis.call('ZRANGE', hkey, 0, -1)) do
     local rkey, tkey = rpfx .. k, tpfx .. k
     local r = redis.call('HMGET', rkey, rfStatus, rfSchedule, rfRunAt, rfAttempts)
@@ -38,9 +40,10 @@ local function settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why)
         redis.call('DEL', tkey, rkey)
         redis.call('ZREM', hkey, k)
       else
-        run_end(rkey, stSkipped, why, now)
+        run_end(rkey, stSkipped, why, now, rsn)
+        skipped = skipped + 1
       end
     end
   end
-  return settled
+  return settled, skipped
 end

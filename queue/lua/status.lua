@@ -24,10 +24,12 @@
 -- ARGV[9] -> flagSet: the run fails because its last executor call
 --            failed, which an alarm counts as a failed delivery
 --            (alarm_lifecycle.lua); "" otherwise
+-- ARGV[10] -> reason of a SKIPPED or FAILED run (model.RunReason; "" =
+--            none)
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
 -- ARGV[7]); {statusChanged, new}
-local pfx, key, status, execID, errText, now, from, rule, failedCall =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet
+local pfx, key, status, execID, errText, now, from, rule, failedCall, rsn =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet, ARGV[10]
 local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
   return {statusNotFound, ''}
@@ -41,6 +43,9 @@ if execID ~= '' then
 end
 if errText ~= '' then
   redis.call('HSET', KEYS[1], rfError, errText)
+end
+if rsn ~= '' then
+  redis.call('HSET', KEYS[1], rfReason, rsn)
 end
 if run_is_final(status) then
   local id = redis.call('HGET', KEYS[1], rfSchedule)

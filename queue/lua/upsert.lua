@@ -101,7 +101,7 @@ if not exists then
         end
         redis.call('DEL', rkey)
       elseif r[1] == stEnqueued then
-        run_end(rkey, stSkipped, 'schedule deleted before the run started', now)
+        run_end(rkey, stSkipped, 'schedule deleted before the run started', now, reasonDeleted)
       end
     end
   end

@@ -235,7 +235,8 @@ func TestOnceByFireAt(t *testing.T) {
 
 // TestOnceMissedFiresLate: a once schedule whose time passed while no
 // scheduler ran fires when one comes back (catch-up latest, its default);
-// under catch-up none it is dropped and completes without a run.
+// under catch-up none it is dropped (its record SKIPPED, catchup_dropped)
+// and completes without a run.
 func TestOnceMissedFiresLate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -246,7 +247,8 @@ func TestOnceMissedFiresLate(t *testing.T) {
 	b.tick(t, "late")
 	b.tick(t, "none")
 	queuetest.RequireRuns(t, b.store, "late", model.RunEnqueued, "2026-01-01T00:01:00Z")
-	queuetest.RequireRuns(t, b.store, "none", "")
+	dropped := queuetest.RequireRuns(t, b.store, "none", model.RunSkipped, "2026-01-01T00:01:00Z")
+	require.Equal(t, model.ReasonCatchupDropped, dropped[0].Reason)
 	for _, id := range []string{"late", "none"} {
 		require.Equal(t, api.StateCompleted, ok[detail](t, b, http.StatusOK, http.MethodGet, "/schedules/"+id, nil).State, id)
 	}

@@ -80,6 +80,8 @@ type LastRun struct {
 	RunAt          time.Time       `json:"run_at"`
 	Status         model.RunStatus `json:"status"`
 	Error          string          `json:"error"`
+	// Reason says why a SKIPPED or FAILED run did not start or failed.
+	Reason model.RunReason `json:"reason,omitempty"`
 	// Attempts and LastError tell of failed executor calls while the
 	// run is retried (see model.Run).
 	Attempts  int    `json:"attempts"`
@@ -320,7 +322,7 @@ func (s *server) getSchedule(c echo.Context) error {
 	}
 	if len(runs) > 0 {
 		r := runs[0]
-		d.LastRun = &LastRun{IdempotencyKey: r.IdempotencyKey, RunAt: r.RunAt, Status: r.Status, Error: r.Error,
+		d.LastRun = &LastRun{IdempotencyKey: r.IdempotencyKey, RunAt: r.RunAt, Status: r.Status, Error: r.Error, Reason: r.Reason,
 			Attempts: r.Attempts, LastError: r.LastError}
 	}
 	if n > 0 {
@@ -385,6 +387,16 @@ func runQuery(c echo.Context) (queue.RunQuery, error) {
 			q.Status = rs
 		default:
 			errs.Add(fieldError("status", "must be ENQUEUED, STARTED, SUCCESS, FAILED or SKIPPED, got %q", st))
+		}
+	}
+	if v := c.QueryParam("reason"); v != "" {
+		switch rsn, err := model.ParseRunReason(v); {
+		case err != nil:
+			errs.Add(fieldError("reason", "%s", err.Error()))
+		case q.Status != "" && rsn.Status() != q.Status:
+			errs.Add(fieldError("reason", "%s is the reason of a %s run, never of a %s one", rsn, rsn.Status(), q.Status))
+		default:
+			q.Reason = rsn
 		}
 	}
 	switch u := c.QueryParam("upcoming"); u {

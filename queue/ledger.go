@@ -87,3 +87,19 @@ func (s *Store) RegisterMetrics(reg prometheus.Registerer) error {
 	}
 	return nil
 }
+
+// codeAndCount reads a script's answer that is a code, or {code, runs
+// counted} (pause.lua, delete.lua).
+func codeAndCount(v any) (code, n int) {
+	switch v := v.(type) {
+	case int64:
+		return int(v), 0
+	case []any:
+		if len(v) == 2 {
+			c, _ := v[0].(int64)
+			k, _ := v[1].(int64)
+			return int(c), int(k)
+		}
+	}
+	return 0, 0
+}

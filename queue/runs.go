@@ -98,6 +98,9 @@ type RunQuery struct {
 	Upcoming bool
 	// Status keeps only runs with this status; "" keeps all.
 	Status model.RunStatus
+	// Reason keeps only runs recorded with this reason (model.RunReason);
+	// "" keeps all.
+	Reason model.RunReason
 	// Now divides past from upcoming.
 	Now time.Time
 	// Limit is the most runs returned, at least 1.
@@ -109,15 +112,15 @@ type RunQuery struct {
 const runPage = 200
 
 // QueryRuns returns a schedule's runs as q selects them. The history is
-// scored by run time, so each side of Now is one range read; a status
-// filter reads on, a page at a time, until Limit runs match or the
+// scored by run time, so each side of Now is one range read; a status or
+// reason filter reads on, a page at a time, until Limit runs match or the
 // history ends (it is trimmed, so that is bounded).
 func (s *Store) QueryRuns(ctx context.Context, scheduleID string, q RunQuery) ([]*model.Run, error) {
 	sh := s.shard(scheduleID)
 	hkey := historyKey(sh, scheduleID)
 	now := strconv.FormatInt(ms(q.Now), 10)
 	page := int64(q.Limit)
-	if q.Status != "" {
+	if q.Status != "" || q.Reason != "" {
 		page = max(page, runPage)
 	}
 	out := make([]*model.Run, 0, q.Limit)
@@ -137,7 +140,7 @@ func (s *Store) QueryRuns(ctx context.Context, scheduleID string, q RunQuery) ([
 			return nil, fmt.Errorf("list runs of %s: %w", scheduleID, err)
 		}
 		for _, r := range runs {
-			if q.Status == "" || r.Status == q.Status {
+			if (q.Status == "" || r.Status == q.Status) && (q.Reason == "" || r.Reason == q.Reason) {
 				out = append(out, r)
 				if len(out) == q.Limit {
 					return out, nil

@@ -332,12 +332,14 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 		}
 	}
 	q := s.tasks.Keys()
-	res, err := pauseScript.Run(ctx, s.rdb,
+	v, err := pauseScript.Run(ctx, s.rdb,
 		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()},
-		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix()).Int()
+		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix()).Result()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}
+	res, skipped := codeAndCount(v)
+	s.ledger.count(model.ReasonPaused, skipped)
 	return res, nil
 }
 
@@ -346,12 +348,14 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
 	q := s.tasks.Keys()
-	n, err := deleteScript.Run(ctx, s.rdb,
+	v, err := deleteScript.Run(ctx, s.rdb,
 		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
-		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text(), ms(s.clock.Now()), q.TaskPrefix()).Int()
+		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text(), ms(s.clock.Now()), q.TaskPrefix()).Result()
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
+	n, skipped := codeAndCount(v)
+	s.ledger.count(model.ReasonDeleted, skipped)
 	if n == deleteNotFound {
 		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}

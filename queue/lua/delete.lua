@@ -14,7 +14,8 @@
 -- ARGV[4] -> this call's nonce
 -- ARGV[5] -> now, ms
 -- ARGV[6] -> asynq task key prefix ("asynq:{<queue>}:t:")
--- Output: deleteDone or deleteNotFound
+-- Output: {deleteDone, the runs it recorded SKIPPED (reasonDeleted)};
+-- deleteDone when this call's script ran before; or deleteNotFound
 -- The mark (the nonce, kept a minute) tells this call's script run again
 -- by the client after a lost reply that the schedule it finds gone is the
 -- one it deleted. An agent's alarm is not the registrar's to delete: it
@@ -32,9 +33,9 @@ end
 redis.call('SET', KEYS[5], nonce, 'EX', 60)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
-settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[6], KEYS[7], now, 'schedule deleted before the run started', reasonDeleted)
+local _, skipped = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[6], KEYS[7], now, 'schedule deleted before the run started', reasonDeleted)
 for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   redis.call('EXPIRE', rpfx .. k, retention)
 end
 redis.call('EXPIRE', KEYS[4], retention)
-return deleteDone
+return {deleteDone, skipped}

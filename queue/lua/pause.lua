@@ -18,7 +18,8 @@
 -- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- Output: pauseNotFound, pauseStale (the definition changed since: read
--- it again), pauseSame (already in that state) or pauseChanged. An
+-- it again), pauseSame (already in that state) or pauseChanged; a pause
+-- answers {pauseChanged, the runs it recorded SKIPPED (reasonPaused)}. An
 -- agent's alarm is not the registrar's to pause: it is not found.
 local id, pause, nextAt, score, ver, now, rpfx, tpfx =
   ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -33,13 +34,13 @@ if pause then
   -- A run in flight that settles never ran: the schedule is freed of it
   -- as a launcher skipping it would (release.lua, paused: the hold is
   -- cleared and resume plans the next time).
-  local settled = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[5], KEYS[6], now,
+  local settled, skipped = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[5], KEYS[6], now,
     'schedule paused before the run started', reasonPaused)
   local infl = redis.call('HGET', KEYS[1], sfInflight)
   if infl and settled[infl] then
     release(KEYS[1], id, KEYS[2], KEYS[3], true, now)
   end
-  return pauseChanged
+  return {pauseChanged, skipped}
 end
 if not st[1] then return pauseSame end
 if (st[3] or '') ~= ver then return pauseStale end

@@ -117,6 +117,24 @@ func TestLedgerReasons(t *testing.T) {
 		requireReason(t, b.store, run, model.ReasonPaused)
 	})
 
+	// Paused while a launcher retries the run's executor call: the pause
+	// leaves it to that launcher, which skips it on its retry.
+	t.Run(string(model.ReasonPaused)+" at launch", func(t *testing.T) {
+		t.Parallel()
+		b, _, key := enqueuedAt01(t, hourly("s"))
+		ex := &flakyExecutor{fail: 1}
+		ex.onFail = func() {
+			_, err := b.store.SetPaused(ctx, "s", true)
+			require.NoError(t, err)
+		}
+		b.startLauncher(t, ex)
+		run := b.waitStatus(t, key, model.RunSkipped)
+		requireReason(t, b.store, run, model.ReasonPaused)
+		require.Equal(t, "schedule paused before the run started", run.Error)
+		require.Equal(t, int32(1), ex.calls.Load(), "not called again once paused")
+		require.Equal(t, 1, run.Attempts, "its failed attempt was counted: the pause left it ENQUEUED to the launcher, which skipped it")
+	})
+
 	t.Run(string(model.ReasonDeleted), func(t *testing.T) {
 		t.Parallel()
 		b, _, key := enqueuedAt01(t, hourly("s"))

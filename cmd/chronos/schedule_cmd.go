@@ -153,7 +153,9 @@ func (c *ScheduleGetCmd) Run(ctx context.Context, env *Env) error {
 func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 	r := d.ScheduleRecord
 	zone := r.Timezone
-	tw := newTable(w)
+	// Labels in a fixed width, so a line the API adds (a DST policy, an
+	// auto-pause) moves no other.
+	tw := labelWriter{w}
 	row(tw, "Schedule:", r.ID)
 	row(tw, "State:", d.State)
 	row(tw, "Workflow:", fmt.Sprintf("%s version %s, for user %s", r.WorkflowID, r.Version, r.UserID))
@@ -199,12 +201,9 @@ func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 		}
 		row(tw, "Last run:", last)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
 	if len(d.PreviewTimes) > 0 {
 		fmt.Fprintf(w, "\nNext fire times in %s:\n", zone)
-		tw = newTable(w)
+		tw := newTable(w)
 		for _, t := range d.PreviewTimes {
 			row(tw, "  "+previewLocal(t.Local, zone), t.At, dstNote(string(t.DST)))
 		}
@@ -225,6 +224,15 @@ func printSchedule(w io.Writer, d *api.ScheduleDetail, x scheduleExtras) error {
 		}
 	}
 	return nil
+}
+
+// labelWriter writes rows of a label and a value, the value at column 13.
+type labelWriter struct{ w io.Writer }
+
+func (l labelWriter) Write(p []byte) (int, error) {
+	label, value, _ := strings.Cut(string(p), "\t")
+	_, err := fmt.Fprintf(l.w, "%-11s %s", label, value)
+	return len(p), err
 }
 
 // previewLocal shows a preview's local time (RFC 3339 with the zone's

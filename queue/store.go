@@ -192,6 +192,10 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
 	}
 	code, _ := res[0].(int64)
+	if len(res) > 2 {
+		n, _ := res[2].(int64)
+		s.ledger.count(model.ReasonDeleted, int(n))
+	}
 	if code == upsertIsAlarm {
 		return nil, fmt.Errorf("schedule_id %s is an agent's alarm, which only its owner changes (through /v1/alarms): choose another id: %w", rec.ID, ErrConflict)
 	}

@@ -25,7 +25,9 @@
 --             the new body leaves out, then their names
 -- ARGV[11+n..] -> the new definition's field, value pairs
 -- Output: {upsertUnchanged | upsertUpdated | upsertCreated, the hash as
--- field, value pairs}, or {upsertIsAlarm} when the id is an agent's
+-- field, value pairs}, created or updated followed by how many runs of a
+-- deleted schedule of this id it recorded SKIPPED (reasonDeleted); or
+-- {upsertIsAlarm} when the id is an agent's
 -- alarm, which only its owner changes (through /v1/alarms)
 local id, now, anchor, nextAt, timingHash, lead, rpfx, tpfx, mpfx =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
@@ -69,6 +71,7 @@ if ver <= old then
   redis.call('SET', KEYS[4], ver)
 end
 redis.call('HSET', KEYS[1], sfVer, ver)
+local settled = 0 -- runs of a deleted schedule of this id recorded SKIPPED (reasonDeleted)
 if not exists then
   redis.call('HSET', KEYS[1], sfCreated, now)
   -- A schedule deleted earlier under this id left its history to expire
@@ -102,6 +105,7 @@ if not exists then
         redis.call('DEL', rkey)
       elseif r[1] == stEnqueued then
         run_end(rkey, stSkipped, 'schedule deleted before the run started', now, reasonDeleted)
+        settled = settled + 1
       end
     end
   end
@@ -139,4 +143,4 @@ local code = upsertUpdated
 if not exists then
   code = upsertCreated
 end
-return {code, redis.call('HGETALL', KEYS[1])}
+return {code, redis.call('HGETALL', KEYS[1]), settled}

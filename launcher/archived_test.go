@@ -50,7 +50,7 @@ func TestArchived(t *testing.T) {
 		_, err = store.UpdateRunStatus(ctx, "ended", queue.StatusUpdate{Status: model.RunSuccess})
 		require.NoError(t, err)
 		for _, key := range []string{"enqueued", "started", "ended"} {
-			require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, key))
+			require.NoError(t, inspector.ArchiveTask(queuetest.TaskQueue(rdb, queue.QueueNameDefault, key), key))
 		}
 
 		require.NoError(t, l.Start(ctx))
@@ -89,11 +89,11 @@ func TestArchived(t *testing.T) {
 			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u", ScheduledFor: later, IdempotencyKey: key})
 			require.NoError(t, err)
 		}
-		require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, "ahead"))
-		require.NoError(t, rdb.ZAdd(ctx, "asynq:{chronos}:archived", redis.Z{Score: float64(time.Now().Add(5 * time.Minute).Unix()), Member: "ahead"}).Err())
+		require.NoError(t, inspector.ArchiveTask(queuetest.TaskQueue(rdb, queue.QueueNameDefault, "ahead"), "ahead"))
+		require.NoError(t, rdb.ZAdd(ctx, "asynq:{"+queuetest.TaskQueue(rdb, queue.QueueNameDefault, "ahead")+"}:archived", redis.Z{Score: float64(time.Now().Add(5 * time.Minute).Unix()), Member: "ahead"}).Err())
 		since, err := l.sweepArchived(ctx, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
-		require.NoError(t, inspector.ArchiveTask(queue.QueueNameDefault, "right"))
+		require.NoError(t, inspector.ArchiveTask(queuetest.TaskQueue(rdb, queue.QueueNameDefault, "right"), "right"))
 		_, err = l.sweepArchived(ctx, since)
 		require.NoError(t, err)
 		for _, key := range []string{"ahead", "right"} {
@@ -127,7 +127,7 @@ func TestArchived(t *testing.T) {
 			_, _, err := b.store.GetRun(ctx, "key-arch")
 			return errors.Is(err, queue.ErrNotFound) // the record expired
 		}, 10*time.Second, 20*time.Millisecond)
-		info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key-arch")
+		info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, "key-arch"), "key-arch")
 		require.NoError(t, err)
 		require.Equal(t, asynq.TaskStateArchived, info.State)
 

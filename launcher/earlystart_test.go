@@ -82,7 +82,7 @@ func TestNoEarlyStart(t *testing.T) {
 		_, _, err = store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: time.Now().Add(time.Hour), IdempotencyKey: "booked"})
 		require.NoError(t, err)
-		require.NoError(t, asynq.NewInspectorFromRedisClient(rdb).RunTask(queue.QueueNameDefault, "booked"))
+		require.NoError(t, asynq.NewInspectorFromRedisClient(rdb).RunTask(queuetest.TaskQueue(rdb, queue.QueueNameDefault, "booked"), "booked"))
 		l, err := New(store, &Config{Executor: &recordingExecutor{res: Result{Status: model.RunSuccess}}, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 		require.NoError(t, err)
 		require.NoError(t, l.Start(ctx))

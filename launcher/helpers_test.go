@@ -185,6 +185,6 @@ func trimmedRunWithItsTaskPending(t *testing.T, ex Executor) (*testBundle, plann
 	first := plannedRun{key: model.IdempotencyKey("skip", start.Add(time.Minute)), runAt: start.Add(time.Minute)}
 	_, _, err := b.store.GetRun(ctx, first.key)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the first run timed out (FAILED) and was trimmed")
-	require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first.key, "state").Val(), "its task still waits")
+	require.Equal(t, "pending", b.rdb.HGet(ctx, queuetest.TaskKey(t, b.rdb, queue.QueueNameDefault, first.key), "state").Val(), "its task still waits")
 	return b, first
 }

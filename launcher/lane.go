@@ -15,7 +15,9 @@ import (
 )
 
 // A launcher starts most runs through its lane: it takes run tasks off
-// asynq's queue as many at a time as it has free slots, with their launch
+// asynq's queues (each shard's, and the legacy single queue while it
+// holds tasks; asynqwire.Set.Take, fairly across them) as many at a time
+// as it has free slots, with their launch
 // state in one more round trip (take), and its runs report
 // their statuses and finish their tasks together through the store's
 // batcher (queue.Store.Tasks). asynq's server takes and finishes one task at a time, two
@@ -92,7 +94,7 @@ type lane struct {
 	finishing chan struct{}
 
 	mu   sync.Mutex
-	held map[string]bool // ids of the tasks taken and not yet finished
+	held map[*asynqwire.Task]bool // the tasks taken and not yet finished
 
 	stopTaking context.CancelFunc
 	taking     sync.WaitGroup
@@ -108,7 +110,7 @@ type lane struct {
 // one make Concurrency.
 func newLane(l *Launcher) *lane {
 	n := l.cfg.Concurrency - 1
-	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[string]bool{}}
+	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{}}
 }
 
 func (ln *lane) start(ctx context.Context) {
@@ -186,7 +188,7 @@ func (ln *lane) takeLoop(ctx context.Context) {
 		backoff = ln.l.cfg.PollInterval
 		ln.mu.Lock()
 		for _, t := range tasks {
-			ln.held[t.ID] = true
+			ln.held[t.Task] = true
 		}
 		ln.mu.Unlock()
 		for _, t := range tasks {
@@ -292,7 +294,7 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 func (ln *lane) finish(t *taken, end asynqwire.End, retryAt time.Time, msg string) {
 	defer func() {
 		ln.mu.Lock()
-		delete(ln.held, t.ID)
+		delete(ln.held, t.Task)
 		ln.mu.Unlock()
 	}()
 	giveUp := time.Now().Add(finishPatience)
@@ -326,12 +328,12 @@ func (ln *lane) leaseLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		ln.mu.Lock()
-		ids := make([]string, 0, len(ln.held))
-		for id := range ln.held {
-			ids = append(ids, id)
+		held := make([]*asynqwire.Task, 0, len(ln.held))
+		for t := range ln.held {
+			held = append(held, t)
 		}
 		ln.mu.Unlock()
-		if err := ln.l.store.Tasks().ExtendLeases(ctx, ids); err != nil {
+		if err := ln.l.store.Tasks().ExtendLeases(ctx, held); err != nil {
 			ln.l.logger.WarnContext(ctx, "extending run task leases failed; retrying", "err", err)
 		}
 	}

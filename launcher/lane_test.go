@@ -42,7 +42,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	holding := func(tk *taken) *lane {
 		ln := newLane(l)
 		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
-		ln.held[tk.ID] = true
+		ln.held[tk.Task] = true
 		ln.slots <- struct{}{}
 		return ln
 	}
@@ -60,7 +60,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	}
 	state := func(key string) *asynq.TaskInfo {
 		t.Helper()
-		info, err := insp.GetTaskInfo(queue.QueueNameDefault, key)
+		info, err := insp.GetTaskInfo(queuetest.TaskQueue(rdb, queue.QueueNameDefault, key), key)
 		require.NoError(t, err)
 		return info
 	}
@@ -123,7 +123,7 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	_, err = asynq.NewClientFromRedisClient(rdb).EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, []byte(`not json`)),
 		asynq.TaskID("garbage"), asynq.Queue(queue.QueueNameDefault), asynq.MaxRetry(5), asynq.Retention(time.Hour))
 	require.NoError(t, err)
-	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:pending", 0, "stopping").Err()) // left for good
+	require.NoError(t, rdb.LRem(ctx, "asynq:{"+queuetest.TaskQueue(rdb, queue.QueueNameDefault, "stopping")+"}:pending", 0, "stopping").Err()) // left for good
 	tasks, err := l.take(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
@@ -154,8 +154,14 @@ func runBacklog(t *testing.T, n, concurrency int, ex Executor) {
 	stopAtCleanup(t, l)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	require.Eventually(t, func() bool {
-		qi, err := insp.GetQueueInfo(queue.QueueNameDefault)
-		return err == nil && qi.Completed == n
+		completed := 0
+		for _, q := range store.Tasks().Names() {
+			qi, err := insp.GetQueueInfo(q)
+			if err == nil {
+				completed += qi.Completed
+			}
+		}
+		return completed == n
 	}, 20*time.Second, 20*time.Millisecond)
 }
 

@@ -137,7 +137,7 @@ func TestLaunch(t *testing.T) {
 				require.NoError(t, l.Start(ctx))
 				stopAtCleanup(t, l)
 				require.Eventually(t, func() bool {
-					info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "key")
+					info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, "key"), "key")
 					return err == nil && info.State == asynq.TaskStateArchived
 				}, 20*time.Second, 20*time.Millisecond)
 				r, _, err := b.store.GetRun(ctx, "key")
@@ -164,7 +164,7 @@ func TestLaunch(t *testing.T) {
 			require.NoError(t, l.Start(ctx))
 			stopAtCleanup(t, l)
 			require.Eventually(t, func() bool { // the retry comes after a 2 s backoff
-				info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, key)
+				info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, key), key)
 				return err == nil && info.State == asynq.TaskStateCompleted
 			}, 20*time.Second, 20*time.Millisecond)
 			r, _, err := b.store.GetRun(ctx, key)
@@ -197,7 +197,7 @@ func TestLaunch(t *testing.T) {
 		run := b.waitStatus(t, "lost-write", model.RunStarted)
 		require.Equal(t, "wf-run", run.RunID)
 		require.Equal(t, int32(1), ex.calls.Load())
-		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.QueueNameDefault, "lost-write")
+		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queuetest.TaskQueue(rdb, queue.QueueNameDefault, "lost-write"), "lost-write")
 		require.NoError(t, err)
 		require.NotEqual(t, asynq.TaskStateArchived, info.State)
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // Runs are enqueued ahead of their time; one whose schedule was deleted,
@@ -204,7 +205,7 @@ func TestLaunchGrace(t *testing.T) {
 		b.waitStatus(t, model.IdempotencyKey("executor-error", at), model.RunSuccess)
 		inspector := asynq.NewInspectorFromRedisClient(b.rdb)
 		require.Eventually(t, func() bool {
-			info, err := inspector.GetTaskInfo(queue.QueueNameDefault, model.IdempotencyKey("read-error", at))
+			info, err := inspector.GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, model.IdempotencyKey("read-error", at)), model.IdempotencyKey("read-error", at))
 			return err == nil && info.Retried > 0
 		}, 20*time.Second, 20*time.Millisecond)
 		require.NoError(t, b.rdb.Del(ctx, badKey).Err())

@@ -146,7 +146,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	// it by the shared clock.
 	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
 		Concurrency:              1,
-		Queues:                   map[string]int{store.Config().QueueName: 1},
+		Queues:                   serverQueues(store),
 		TaskCheckInterval:        c.PollInterval,
 		DelayedTaskCheckInterval: neverForward,
 		ShutdownTimeout:          c.ShutdownTimeout,
@@ -155,6 +155,17 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 		LogLevel:                 asynq.WarnLevel,
 	})
 	return l, nil
+}
+
+// serverQueues are the queues of the launcher's asynq server: every
+// shard's run queue and the legacy single one, with equal weights, so
+// that it recovers and cleans up the tasks of all of them.
+func serverQueues(store *queue.Store) map[string]int {
+	qs := map[string]int{}
+	for _, name := range store.Tasks().Names() {
+		qs[name] = 1
+	}
+	return qs
 }
 
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer

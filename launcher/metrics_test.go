@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // TestMetrics checks that the launcher's metrics count what their help
@@ -87,7 +88,7 @@ func TestMetrics(t *testing.T) {
 		stopAtCleanup(t, l)
 		b.waitStatus(t, "quick", model.RunSuccess)
 		require.Eventually(t, func() bool {
-			info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queue.QueueNameDefault, "quick")
+			info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, "quick"), "quick")
 			return err == nil && info.State == asynq.TaskStateCompleted
 		}, 20*time.Second, 20*time.Millisecond)
 		require.Equal(t, 1, testutil.CollectAndCount(l.metrics.launched), "the accepted run is not counted")

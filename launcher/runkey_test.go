@@ -115,10 +115,12 @@ func TestRunKey(t *testing.T) {
 		require.Equal(t, model.RunSkipped, run.Status)
 	})
 
-	// A manual run started with a key a scheduler commits between the API's
-	// look-up and its script: it is not created (the scheduled run has the
-	// key's task) and the API answers with the scheduled run, started false.
-	t.Run("AManualRunRacingTheScheduledRunWithItsKeyIsNotCreated", func(t *testing.T) {
+	// A manual run started (through the Go API) with a schedule's run's key
+	// that a scheduler commits between the store's look-up and its script:
+	// the store marked the key in every shard first, so the commit records
+	// its run SKIPPED, and the manual run is created and runs: one task
+	// under the key, and no record left ENQUEUED.
+	t.Run("AManualRunRacingTheScheduledRunWithItsKeyTakesIt", func(t *testing.T) {
 		ctx := context.Background()
 		r := queuetest.StartRedis(t)
 		clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -149,15 +151,19 @@ func TestRunKey(t *testing.T) {
 		run, started, err := api.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: clock.Now(), IdempotencyKey: key})
 		require.NoError(t, err)
-		require.False(t, started, "a scheduled run took the key meanwhile")
-		require.Equal(t, model.SourceSchedule, run.Source)
+		require.True(t, started, "the key was marked before the scheduler committed")
+		require.Equal(t, model.SourceManual, run.Source)
+		sr, err := store.GetScheduleRun(ctx, id, key)
+		require.NoError(t, err, "the scheduler committed meanwhile")
+		require.Equal(t, model.RunSkipped, sr.Status)
+		require.Contains(t, sr.Error, "taken by a manual run")
 
 		l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 		require.NoError(t, err)
 		require.NoError(t, l.Start(ctx))
 		stopAtCleanup(t, l)
 		require.Eventually(t, func() bool {
-			r, err := store.GetScheduleRun(ctx, id, key)
+			r, _, err := store.GetRun(ctx, key)
 			return err == nil && r.Status == model.RunSuccess
 		}, 10*time.Second, 20*time.Millisecond)
 		// Real time must pass: a run left ENQUEUED is an absence of change, so

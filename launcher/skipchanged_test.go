@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // A "queue" schedule with catchup spread: a run missed in a scheduler
@@ -132,7 +133,7 @@ func TestAHeldRunBehindARunArchivedUntriedFollowsTheCatchupPolicy(t *testing.T) 
 		b.tick(t, sched)
 	}
 	first := model.IdempotencyKey("qa", t0.Add(time.Minute))
-	require.NoError(t, asynq.NewInspectorFromRedisClient(b.rdb).ArchiveTask(b.store.Config().QueueName, first))
+	require.NoError(t, asynq.NewInspectorFromRedisClient(b.rdb).ArchiveTask(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, first), first))
 
 	l, err := New(b.store, &Config{Executor: ex}, nil, nil)
 	require.NoError(t, err)

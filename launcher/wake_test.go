@@ -286,7 +286,7 @@ func TestWakeFailsAtMaxFailures(t *testing.T) {
 	require.Contains(t, run.Error, "503")
 	insp := asynq.NewInspectorFromRedisClient(b.rdb)
 	require.Eventually(t, func() bool {
-		info, err := insp.GetTaskInfo(b.store.Config().QueueName, key)
+		info, err := insp.GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, key), key)
 		return err == nil && info.State == asynq.TaskStateArchived
 	}, 10*time.Second, 20*time.Millisecond, "the task is archived: asynq retries it no more")
 	require.Len(t, recv.deliveries(), 3)

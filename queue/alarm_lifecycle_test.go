@@ -265,7 +265,7 @@ func TestAlarmTaskRetriesFollowMaxFailures(t *testing.T) {
 	rec := createAlarm(t, b.store, model.KindOnce, methodNow.Add(time.Minute))
 	task := commitOneRun(t, b.store, rec.ID, methodNow.Add(time.Minute))
 	insp := asynq.NewInspectorFromRedisClient(b.rdb)
-	info, err := insp.GetTaskInfo(b.store.Config().QueueName, task.IdempotencyKey)
+	info, err := insp.GetTaskInfo(b.store.RunQueue(queue.ShardOf(rec.ID, queue.ShardsDefault)).Name(), task.IdempotencyKey)
 	require.NoError(t, err)
 	require.Equal(t, 2, info.MaxRetry, "max_failures 3: three attempts")
 
@@ -285,7 +285,7 @@ func TestAlarmTaskRetriesFollowMaxFailures(t *testing.T) {
 		Task: queue.TaskPayload{IdempotencyKey: key, ScheduleID: wf.ID, RunAt: at, FireAt: at, WorkflowID: "wf", Version: "1", Source: model.SourceSchedule}}}
 	_, err = b.store.Commit(ctx, sh, methodNow, []queue.Plan{p})
 	require.NoError(t, err)
-	info, err = insp.GetTaskInfo(b.store.Config().QueueName, key)
+	info, err = insp.GetTaskInfo(b.store.RunQueue(sh).Name(), key)
 	require.NoError(t, err)
 	require.Equal(t, queue.TaskMaxRetryDefault, info.MaxRetry)
 }

@@ -219,9 +219,9 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, err
 	}
-	q := s.tasks.Keys()
+	q := s.queue(shard).Keys()
 	args := make([]any, 0, commitHeaderArgs+len(plans)*(commitPlanArgs+commitRunArgs))
-	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, q.TaskPrefix(), now.UnixNano(), manualKeyPrefix(q.Queue), len(plans))
+	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, q.TaskPrefix(), now.UnixNano(), manualKeyPrefix(shard), len(plans))
 	want := commitHeaderArgs
 	for _, p := range plans {
 		next := ""
@@ -241,7 +241,7 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 			var processAt int64
 			if r.Status == model.RunEnqueued {
 				var err error
-				if msg, processAt, err = s.asynqTask(&r.Task, now); err != nil {
+				if msg, processAt, err = s.asynqTask(shard, &r.Task, now); err != nil {
 					return nil, err
 				}
 			}
@@ -291,7 +291,7 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 // failed runs' keys.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
 	keys, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason, s.tasks.Keys().TaskPrefix(), string(model.ReasonRunTimeout)).StringSlice()
+		shardPrefix(shard), ms(now), limit, reason, s.queue(shard).Keys().TaskPrefix(), string(model.ReasonRunTimeout)).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}

@@ -46,9 +46,18 @@ func alarmsActiveKey(s int, owner string) string { return shardPrefix(s) + segAl
 func releasedChannel(s int) string { return shardPrefix(s) + chanReleased }
 
 // manualKeyPrefix prefixes the marks of the idempotency keys manual runs
-// took, in the run queue's hash slot (beside its tasks), where the commit
-// script looks: a schedule's run with such a key is not enqueued again.
-func manualKeyPrefix(q string) string { return keyPrefix + "{" + q + "}:manual:" }
+// took in shard s (the key's shard, beside its record and task), where
+// the commit script looks: a schedule's run with such a key is not
+// enqueued again.
+func manualKeyPrefix(s int) string { return shardPrefix(s) + segManual }
+
+// ShardQueue is the name of shard s's asynq queue for the run queue base
+// (Config.QueueName): "sNN}<base>". asynq's keys for it are
+// "asynq:{sNN}<base>}:...", whose hash tag (up to the first "}") is sNN,
+// the tag of the shard's own keys, so the shard's schedules, run records
+// and tasks share one hash slot on Redis Cluster, and base still tells
+// one chronos's queues from another program's.
+func ShardQueue(base string, s int) string { return fmt.Sprintf("s%02d}%s", s, base) }
 
 // requestKey is the hash of the first answer to a request sent with an
 // Idempotency-Key header, per scope (route and caller).

@@ -355,13 +355,32 @@ type ManualRun struct {
 // idempotency key exists (scheduled or manual). It returns the run and
 // whether this call started it. The key is trusted: the API refuses a
 // caller's key of the form of a scheduled run's (model.ValidateManualKey).
-func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bool, error) {
+// The run, its task and its mark live in the key's shard; a key that may
+// be a schedule's run's (see markEveryShard) is marked in every shard
+// first.
+func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (run *model.Run, started bool, err error) {
+	now := s.clock.Now()
+	sh := s.shard(m.IdempotencyKey)
+	ttl := recordTTL(s.cfg.RunRetention, m.ScheduledFor, now)
+	if maybeScheduledKey(m) {
+		marked, held, err := s.markEveryShard(ctx, m.IdempotencyKey, sh, ttl)
+		if err != nil {
+			return nil, false, err
+		}
+		defer func() {
+			if !started {
+				s.unmark(m.IdempotencyKey, marked)
+			}
+		}()
+		if held {
+			return s.keyHeld(ctx, m.IdempotencyKey)
+		}
+	}
 	if r, _, err := s.GetRun(ctx, m.IdempotencyKey); err == nil {
 		return r, false, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, false, err
 	}
-	sh := s.shard(m.IdempotencyKey)
 	p := TaskPayload{
 		IdempotencyKey: m.IdempotencyKey, RunAt: m.ScheduledFor.UTC(), FireAt: m.ScheduledFor.UTC(),
 		WorkflowID: m.WorkflowID, Version: m.Version, UserID: m.UserID, Source: model.SourceManual,
@@ -369,16 +388,15 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, false, err
 	}
-	now := s.clock.Now()
-	msg, processAt, err := s.asynqTask(&p, now)
+	msg, processAt, err := s.asynqTask(sh, &p, now)
 	if err != nil {
 		return nil, false, err
 	}
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
-			manualKeyPrefix(q.Queue) + m.IdempotencyKey},
-		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), recordTTL(s.cfg.RunRetention, m.ScheduledFor, now),
+			manualKeyPrefix(sh) + m.IdempotencyKey},
+		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), ttl,
 		q.TaskPrefix(), now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
@@ -387,11 +405,21 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (*model.Run, bo
 		r, err := s.runOnShard(ctx, sh, m.IdempotencyKey)
 		return r, true, err
 	}
+	if n == manualKeyHeld {
+		return s.keyHeld(ctx, m.IdempotencyKey)
+	}
 	r, _, err := s.GetRun(ctx, m.IdempotencyKey) // created meanwhile, maybe by a scheduler
-	if n == manualKeyHeld && errors.Is(err, ErrNotFound) {
+	return r, false, err
+}
+
+// keyHeld answers a manual run whose key a live task holds: the run of
+// that task, or a conflict when its record is gone.
+func (s *Store) keyHeld(ctx context.Context, key string) (*model.Run, bool, error) {
+	r, _, err := s.GetRun(ctx, key)
+	if errors.Is(err, ErrNotFound) {
 		// A schedule's run whose record was trimmed while its task waits.
 		return nil, false, fmt.Errorf("idempotency key %s is held by a queued task of a run whose record is gone: use another key: %w",
-			m.IdempotencyKey, ErrConflict)
+			key, ErrConflict)
 	}
 	return r, false, err
 }

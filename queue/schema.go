@@ -161,6 +161,7 @@ const (
 	segRuns    = "runs:"    // + schedule id: its run history zset
 	segRun     = "run:"     // + idempotency key: a run hash
 	segDeleted = "deleted:" // + schedule id: the mark of the call that deleted it
+	segManual  = "manual:"  // + idempotency key: a manual run's mark on its key
 )
 
 // Key segments of an owner's alarm index, after the prefix of the owner's
@@ -303,7 +304,7 @@ var luaNames = []struct {
 	{"rfLastErr", rfLastErr}, {"rfRequest", rfRequest}, {"rfReason", rfReason},
 	{"qfBody", qfBody}, {"qfStatus", qfStatus}, {"qfResponse", qfResponse},
 	{"metaShards", metaShards},
-	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted},
+	{"segSched", segSched}, {"segRuns", segRuns}, {"segRun", segRun}, {"segDeleted", segDeleted}, {"segManual", segManual},
 	{"segAlarms", segAlarms}, {"segAlarmKeys", segAlarmKeys}, {"segAlarmsActive", segAlarmsActive},
 	{"chanReleased", chanReleased},
 	{"stEnqueued", stEnqueued}, {"stStarted", stStarted}, {"stSuccess", stSuccess}, {"stFailed", stFailed},

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,16 @@ func (b *settleBundle) tickAt(t *testing.T, at time.Time) {
 }
 
 func (b *settleBundle) taskState(key string) string {
-	return b.rdb.HGet(context.Background(), "asynq:{chronos}:t:"+key, "state").Val()
+	keys := b.rdb.Keys(context.Background(), "asynq:{*}:t:"+key).Val()
+	if len(keys) != 1 {
+		return strings.Join(keys, " ") // none: ""; more: each, which no state equals
+	}
+	return b.rdb.HGet(context.Background(), keys[0], "state").Val()
+}
+
+// taskKey is the key of schedule id's run task with this key.
+func (b *settleBundle) taskKey(id, key string) string {
+	return b.store.RunQueue(queue.ShardOf(id, settleShards)).Keys().Task(key)
 }
 
 func (b *settleBundle) inHistory(id, key string) bool {
@@ -104,7 +114,7 @@ func TestPauseAndDeleteSettleQueuedRuns(t *testing.T) {
 			b.tickAt(t, at(1)) // 00:00:10 to 00:01:00 queued ahead
 			require.Equal(t, "scheduled", b.taskState(key(10)))
 			// A launcher holds 00:00:20: moved ahead from the dashboard.
-			require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+key(20), "state", "active").Err())
+			require.NoError(t, b.rdb.HSet(ctx, b.taskKey("s", key(20)), "state", "active").Err())
 
 			b.clock.Set(at(15))
 			if c.op == "pause" {

@@ -21,11 +21,12 @@ type Store struct {
 	rdb         redis.UniversalClient
 	clock       Clock
 	cfg         Config
-	batch       *batcher         // upserts of concurrent API requests
-	tasks       *asynqwire.Queue // the run queue
-	defs        *defCache        // compiled definitions of due schedules
-	scriptFlags bool             // Redis refuses a writing script whole when full
-	ledger      *ledgerMetrics   // SKIPPED and FAILED runs by reason (RegisterMetrics)
+	batch       *batcher           // upserts of concurrent API requests
+	queues      []*asynqwire.Queue // each shard's run queue (ShardQueue)
+	tasks       *asynqwire.Set     // the shards' run queues and the legacy one
+	defs        *defCache          // compiled definitions of due schedules
+	scriptFlags bool               // Redis refuses a writing script whole when full
+	ledger      *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -50,13 +51,29 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
 	b := &batcher{rdb: rdb}
-	return &Store{rdb: rdb, clock: clock, cfg: c, batch: b, tasks: asynqwire.New(rdb, c.QueueName, b.runScript),
-		defs: newDefCache(defCacheSize), scriptFlags: flags, ledger: newLedgerMetrics()}, nil
+	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags, ledger: newLedgerMetrics()}
+	s.queues = make([]*asynqwire.Queue, c.Shards)
+	for i := range s.queues {
+		s.queues[i] = asynqwire.New(rdb, ShardQueue(c.QueueName, i), b.runScript)
+	}
+	s.tasks = asynqwire.NewSet(rdb, s.queues, asynqwire.New(rdb, c.QueueName, b.runScript))
+	if err := s.tasks.Publish(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// Tasks returns the run queue: asynq's queue of run tasks, whose task
-// ends go through the store's batcher with the runs' status reports.
-func (s *Store) Tasks() *asynqwire.Queue { return s.tasks }
+// Tasks returns the run queues: asynq's queue of run tasks of each shard
+// (ShardQueue), and the single queue (Config.QueueName) where runs were
+// enqueued before, which launchers drain. Task ends go through the
+// store's batcher with the runs' status reports.
+func (s *Store) Tasks() *asynqwire.Set { return s.tasks }
+
+// RunQueue returns shard sh's run queue (ShardQueue).
+func (s *Store) RunQueue(sh int) *asynqwire.Queue { return s.queues[sh] }
+
+// queue is shard sh's run queue.
+func (s *Store) queue(sh int) *asynqwire.Queue { return s.queues[sh] }
 
 // Config returns the store's effective configuration.
 func (s *Store) Config() Config { return s.cfg }
@@ -175,9 +192,9 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			left = append(left, f)
 		}
 	}
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
-		runKey(sh, ""), q.TaskPrefix(), manualKeyPrefix(q.Queue), len(left)}
+		runKey(sh, ""), q.TaskPrefix(), manualKeyPrefix(sh), len(left)}
 	if len(args) != upsertHeaderArgs {
 		// upsert.lua finds the omitted fields and the pairs after these.
 		return nil, fmt.Errorf("upsert schedule %s: %d fixed arguments, not the %d upsert.lua reads", rec.ID, len(args), upsertHeaderArgs)
@@ -335,7 +352,7 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 			score = strconv.FormatInt(ms(t.Add(-s.ActLead(rec))), 10)
 		}
 	}
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	v, err := pauseScript.Run(ctx, s.rdb,
 		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()},
 		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix()).Result()
@@ -351,7 +368,7 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 // retention. An agent's alarm is ErrNotFound: its owner cancels it.
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	v, err := deleteScript.Run(ctx, s.rdb,
 		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
 		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text(), ms(s.clock.Now()), q.TaskPrefix()).Result()

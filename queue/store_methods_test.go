@@ -102,7 +102,12 @@ func (b *methodBundle) requireState(t *testing.T, want redisState) {
 // taskState is the state of the asynq task with id key ("" when none).
 func (b *methodBundle) taskState(t *testing.T, key string) string {
 	t.Helper()
-	return b.rdb.HGet(context.Background(), "asynq:{chronos}:t:"+key, "state").Val()
+	qs := queuetest.TaskQueues(t, b.rdb, queue.QueueNameDefault, key)
+	if len(qs) == 0 {
+		return ""
+	}
+	require.Len(t, qs, 1, "queues holding task %s", key)
+	return b.rdb.HGet(context.Background(), "asynq:{"+qs[0]+"}:t:"+key, "state").Val()
 }
 
 func TestCommit(t *testing.T) {
@@ -294,7 +299,7 @@ func TestCommit(t *testing.T) {
 			name: "a key a manual run took is recorded SKIPPED",
 			before: redisState{
 				hashes:  map[string]map[string]string{sched: idle},
-				strings: map[string]string{queue.ManualKeyPrefix(queue.QueueNameDefault) + k1: queue.FlagSet},
+				strings: map[string]string{queue.ManualKeyPrefix(sh) + k1: queue.FlagSet},
 			},
 			plan:        plan(nil),
 			wantApplied: true, wantWritten: []bool{false},
@@ -637,7 +642,7 @@ func TestExpireInflight(t *testing.T) {
 		{
 			name: "a run a launcher holds counts as started",
 			before: redisState{
-				hashes: map[string]map[string]string{sched: held, run: rec(model.RunEnqueued), "asynq:{chronos}:t:k1": {"state": "active"}},
+				hashes: map[string]map[string]string{sched: held, run: rec(model.RunEnqueued), "asynq:{" + queue.ShardQueue(queue.QueueNameDefault, sh) + "}:t:k1": {"state": "active"}},
 				zsets:  map[string]map[string]float64{infl: {id: past}, due: {id: math.Inf(1)}},
 			},
 			wantKeys: []string{"k1"},

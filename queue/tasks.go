@@ -45,10 +45,11 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 	return &p, nil
 }
 
-// asynqTask is how a run is written into asynq: its encoded message and
+// asynqTask is how a run of shard sh is written into asynq, in the
+// shard's queue: its encoded message and
 // when it may start (0: now; ahead: asynq's scheduled set at
 // asynqwire.ScheduledScore, so a run never starts before its time).
-func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt int64, err error) {
+func (s *Store) asynqTask(sh int, p *TaskPayload, now time.Time) (msg []byte, processAt int64, err error) {
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode run %s: %w", p.IdempotencyKey, err)
@@ -58,7 +59,7 @@ func (s *Store) asynqTask(p *TaskPayload, now time.Time) (msg []byte, processAt 
 		retry = p.MaxAttempts - 1
 	}
 	m := asynqwire.Message{
-		Type: TaskTypeRun, Payload: payload, ID: p.IdempotencyKey, Queue: s.cfg.QueueName,
+		Type: TaskTypeRun, Payload: payload, ID: p.IdempotencyKey, Queue: s.queue(sh).Name(),
 		Retry: int32(retry), Timeout: int64(s.cfg.TaskTimeout / time.Second),
 		Retention: int64(s.cfg.TaskRetention / time.Second),
 	}

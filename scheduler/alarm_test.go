@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 const alarmOwner = "did:matrix:u1:fp"
@@ -43,7 +44,7 @@ func TestAlarmRunsAreTriedMaxFailuresTimes(t *testing.T) {
 	id := b.createAlarm(t, 4, nil)
 	b.runUntil(t, start.Add(time.Minute), time.Minute)
 	key := model.IdempotencyKey(id, start.Add(time.Minute))
-	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(b.store.Config().QueueName, key)
+	info, err := asynq.NewInspectorFromRedisClient(b.rdb).GetTaskInfo(queuetest.TaskQueue(b.rdb, queue.QueueNameDefault, key), key)
 	require.NoError(t, err)
 	require.Equal(t, 3, info.MaxRetry)
 	p, err := queue.DecodeTaskPayload(info.Payload)

@@ -86,7 +86,7 @@ func TestCommit(t *testing.T) {
 		b.clock.Advance(59 * time.Minute) // 00:59: the 01:00 run is enqueued ahead
 		b.tickAll(t)
 		key := model.IdempotencyKey("s", start.Add(time.Hour))
-		require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+key, "state", "active").Err()) // moved ahead and taken
+		require.NoError(t, b.rdb.HSet(ctx, b.taskKey("s", key), "state", "active").Err()) // moved ahead and taken
 		_, err := b.store.SetPaused(ctx, "s", true)
 		require.NoError(t, err)
 		b.clock.Advance(10 * time.Second)

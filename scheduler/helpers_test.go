@@ -83,6 +83,12 @@ func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
 	require.NoError(t, err)
 }
 
+// taskKey is the key of the asynq task of run key of schedule id, in its
+// shard's run queue.
+func (b *testBundle) taskKey(id, key string) string {
+	return b.store.RunQueue(queue.ShardOf(id, b.store.Config().Shards)).Keys().Task(key)
+}
+
 // skipWhilePaused has a launcher take run key of schedule id (its task
 // active, so pausing leaves the run to it), pauses the schedule, records
 // the run SKIPPED as that launcher does while the schedule is paused, and
@@ -90,7 +96,7 @@ func (b *testBundle) report(t *testing.T, id, key string, st model.RunStatus) {
 func (b *testBundle) skipWhilePaused(t *testing.T, id, key string) {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+key, "state", "active").Err())
+	require.NoError(t, b.rdb.HSet(ctx, b.taskKey(id, key), "state", "active").Err())
 	_, err := b.store.SetPaused(ctx, id, true)
 	require.NoError(t, err)
 	b.report(t, id, key, model.RunSkipped)

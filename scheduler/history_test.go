@@ -77,7 +77,7 @@ func TestHistory(t *testing.T) {
 				b.upsert(t, model.ScheduleRecord{ID: "ps", CronExpr: "* * * * * *"})
 				if tc.lookahead > 0 {
 					b.tickAll(t) // a minute of runs enqueued ahead, in asynq's scheduled set (asynq reads the real clock)
-					n, err := asynq.NewInspectorFromRedisClient(b.rdb).DeleteAllScheduledTasks(queue.QueueNameDefault)
+					n, err := asynq.NewInspectorFromRedisClient(b.rdb).DeleteAllScheduledTasks(b.store.RunQueue(queue.ShardOf("ps", b.store.Config().Shards)).Name())
 					require.NoError(t, err)
 					require.GreaterOrEqual(t, n, 50)
 				}
@@ -87,7 +87,7 @@ func TestHistory(t *testing.T) {
 					runs, err := b.store.ListRuns(ctx, "ps", 100000)
 					require.NoError(t, err)
 					for _, r := range runs { // launchers keep up with every run that has a task
-						live := b.rdb.Exists(ctx, "asynq:{chronos}:t:"+r.IdempotencyKey).Val() == 1
+						live := b.rdb.Exists(ctx, b.taskKey("ps", r.IdempotencyKey)).Val() == 1
 						if r.Status == model.RunEnqueued && !r.RunAt.After(b.clock.Now()) && live {
 							b.report(t, "ps", r.IdempotencyKey, model.RunSuccess)
 						}
@@ -148,7 +148,7 @@ func TestHistory(t *testing.T) {
 		b.clock.Advance(time.Second)
 		b.tickAll(t)
 		first := model.IdempotencyKey("s", start.Add(time.Second))
-		require.Equal(t, "pending", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+first, "state").Val())
+		require.Equal(t, "pending", b.rdb.HGet(ctx, b.taskKey("s", first), "state").Val())
 		r, _, err := b.store.GetRun(ctx, first)
 		require.NoError(t, err, "the record of a run still queued was trimmed")
 		require.Equal(t, model.RunEnqueued, r.Status)

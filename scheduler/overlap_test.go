@@ -204,7 +204,7 @@ func TestRunTimeout(t *testing.T) {
 		require.NoError(t, b.store.RecordFailedAttempt(ctx, &queue.TaskPayload{
 			IdempotencyKey: model.IdempotencyKey("retrying", start.Add(2*time.Minute)), ScheduleID: "retrying"},
 			b.clock.Now().Add(time.Minute), "boom"))
-		require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+model.IdempotencyKey("launching", start.Add(2*time.Minute)), "state", "active").Err())
+		require.NoError(t, b.rdb.HSet(ctx, b.taskKey("launching", model.IdempotencyKey("launching", start.Add(2*time.Minute))), "state", "active").Err())
 		// 00:04 is held behind 00:02; at 00:07 RUN_TIMEOUT fails 00:02.
 		b.runUntil(t, start.Add(7*time.Minute+30*time.Second), 30*time.Second)
 		for _, id := range ids {
@@ -254,7 +254,7 @@ func TestReplannedRun(t *testing.T) {
 
 		// A launcher has taken it (fired early), so pausing leaves it to
 		// that launcher, which skips it.
-		require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+key, "state", "active").Err())
+		require.NoError(t, b.rdb.HSet(ctx, b.taskKey("w", key), "state", "active").Err())
 		_, err = b.store.SetPaused(ctx, "w", true)
 		require.NoError(t, err)
 		b.report(t, "w", key, model.RunSkipped) // as the launcher does while paused

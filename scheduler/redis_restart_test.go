@@ -79,7 +79,8 @@ func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
 	upsert := func() bool { r := rec; _, err := store.UpsertSchedule(context.Background(), &r); return err == nil }
 	require.True(t, upsert())
 	require.Eventually(t, func() bool { return queuetest.CountTasks(t, rdb, "chronos") > 0 }, 5*time.Second, 20*time.Millisecond)
-	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("chronos")
+	runQueue := store.RunQueue(queue.ShardOf(rec.ID, store.Config().Shards)).Name()
+	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(runQueue)
 	require.NoError(t, err)
 
 	r.kill()
@@ -93,6 +94,6 @@ func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
 	require.Eventually(t, upsert, 10*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return queuetest.CountTasks(t, rdb, "chronos") > 0 }, 10*time.Second, 20*time.Millisecond,
 		"the schedule registered again never fired")
-	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo("chronos")
+	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(runQueue)
 	require.NoError(t, err, "run queue not listed in asynq:queues after the restart")
 }

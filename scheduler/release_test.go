@@ -203,7 +203,7 @@ func TestARecreatedScheduleDoesNotTakeOverTheDeletedOnesRuns(t *testing.T) {
 			require.Equal(t, "schedule deleted before the run started", r.Error)
 			_, _, err = b.store.GetRun(ctx, ahead)
 			require.ErrorIs(t, err, queue.ErrNotFound, "the deleted schedule's run ahead is removed")
-			require.Zero(t, b.rdb.Exists(ctx, "asynq:{chronos}:t:"+ahead).Val(), "and its task")
+			require.Zero(t, b.rdb.Exists(ctx, b.taskKey("d", ahead)).Val(), "and its task")
 
 			b.runUntil(t, start.Add(time.Minute+5*time.Second), 5*time.Second) // 00:00:40 in flight at 00:01
 			own, err := b.store.GetScheduleRun(ctx, "d", model.IdempotencyKey("d", start.Add(40*time.Second)))
@@ -254,25 +254,26 @@ func TestARecreatedSchedulePlansAgainATimeALauncherSkippedAhead(t *testing.T) {
 	// A launcher takes at(i-1) early (moved ahead from the dashboard), so
 	// the delete leaves it to that launcher, which skips it: its schedule
 	// is gone.
-	tkey := "asynq:{chronos}:t:" + skipped
+	tkey := b.taskKey("d", skipped)
+	dq := "asynq:{" + b.store.RunQueue(queue.ShardOf("d", b.store.Config().Shards)).Name() + "}:"
 	require.NoError(t, b.rdb.HSet(ctx, tkey, "state", "active").Err())
 	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
 	r, err = b.store.UpdateRunStatus(ctx, skipped, queue.StatusUpdate{Status: model.RunSkipped, From: model.RunEnqueued,
 		Error: "schedule deleted"})
 	require.NoError(t, err)
 	require.Equal(t, model.RunSkipped, r.Status)
-	require.NoError(t, b.rdb.ZRem(ctx, "asynq:{chronos}:scheduled", skipped).Err())
+	require.NoError(t, b.rdb.ZRem(ctx, dq+"scheduled", skipped).Err())
 	require.NoError(t, b.rdb.HSet(ctx, tkey, "state", "completed").Err())
-	require.NoError(t, b.rdb.ZAdd(ctx, "asynq:{chronos}:completed", redis.Z{Score: float64(at(i + 100).Unix()), Member: skipped}).Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, dq+"completed", redis.Z{Score: float64(at(i + 100).Unix()), Member: skipped}).Err())
 
 	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *"})
 	_, _, err = b.store.GetRun(ctx, skipped)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the SKIPPED run ahead is removed")
 	require.Zero(t, b.rdb.Exists(ctx, tkey).Val(), "and its completed task")
-	require.Zero(t, b.rdb.ZScore(ctx, "asynq:{chronos}:completed", skipped).Val())
+	require.Zero(t, b.rdb.ZScore(ctx, dq+"completed", skipped).Val())
 	_, err = b.store.GetScheduleRun(ctx, "d", taken)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the run SKIPPED for the manual run's key is removed")
-	require.Equal(t, "scheduled", b.rdb.HGet(ctx, "asynq:{chronos}:t:"+taken, "state").Val(), "the manual run's task stays")
+	require.Equal(t, "scheduled", b.rdb.HGet(ctx, queuetest.TaskKey(t, b.rdb, queue.QueueNameDefault, taken), "state").Val(), "the manual run's task stays")
 
 	b.runUntil(t, at(i-2).Add(10*time.Second), 5*time.Second)
 	r, err = b.store.GetScheduleRun(ctx, "d", skipped)
@@ -297,7 +298,7 @@ func TestARunALauncherHoldsIsLeftWhenItsScheduleIsCreatedAgain(t *testing.T) {
 	taken := model.IdempotencyKey("d", start.Add(time.Minute))
 	// A launcher has dequeued 00:01 (moved ahead from the dashboard) and
 	// read it ENQUEUED: its executor call is under way.
-	require.NoError(t, b.rdb.HSet(ctx, "asynq:{chronos}:t:"+taken, "state", "active").Err())
+	require.NoError(t, b.rdb.HSet(ctx, b.taskKey("d", taken), "state", "active").Err())
 	require.NoError(t, b.store.DeleteSchedule(ctx, "d"))
 	b.upsert(t, model.ScheduleRecord{ID: "d", CronExpr: "*/20 * * * * *", OverlapPolicy: model.OverlapSkip})
 	b.runUntil(t, start.Add(time.Minute+5*time.Second), 5*time.Second) // the skip plan of 00:01 commits

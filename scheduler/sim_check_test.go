@@ -151,7 +151,7 @@ func (s *sim) checkNewRun(sc *simSched, got *model.Run) {
 	case model.RunEnqueued:
 		s.enqueued++
 		r.task = true
-		state, err := s.rdb.HGet(s.ctx, "asynq:{chronos}:t:"+r.key, "state").Result()
+		state, err := s.rdb.HGet(s.ctx, s.taskKey(r.sid, r.key), "state").Result()
 		if err != nil || state == "archived" || state == "completed" {
 			s.fail("%s: no live asynq task (%q, %v)", desc, state, err)
 		}
@@ -410,4 +410,10 @@ func (s *sim) notMissed(sc *simSched, t time.Time) string {
 		}
 	}
 	return ""
+}
+
+// taskKey is the key of the asynq task of run key of schedule id, in its
+// shard's run queue.
+func (s *sim) taskKey(id, key string) string {
+	return s.store.RunQueue(queue.ShardOf(id, simShards)).Keys().Task(key)
 }

@@ -123,7 +123,7 @@ func (s *sim) recreated(sc *simSched) {
 		}
 		got, err := s.store.GetScheduleRun(s.ctx, sc.id, k)
 		if r.runAt.After(now) {
-			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+k).Val()
+			task := s.rdb.Exists(s.ctx, s.taskKey(sc.id, k)).Val()
 			if s.manual[k] {
 				task = 0
 			}
@@ -196,7 +196,7 @@ func (s *sim) settled(sc *simSched, wait []*simRun, why string) {
 	for _, r := range wait {
 		got, err := s.store.GetScheduleRun(s.ctx, sc.id, r.key)
 		if r.runAt.After(now) {
-			task := s.rdb.Exists(s.ctx, "asynq:{chronos}:t:"+r.key).Val()
+			task := s.rdb.Exists(s.ctx, s.taskKey(r.sid, r.key)).Val()
 			inHist := s.rdb.ZScore(s.ctx, historyKey(sc.id), r.key).Err() == nil
 			if !errors.Is(err, queue.ErrNotFound) || task != 0 || inHist {
 				s.fail("run %s of %s, ahead of its schedule's %q, was not removed (record: %v, task: %d, in history: %v)",

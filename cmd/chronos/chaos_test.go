@@ -69,7 +69,9 @@ const (
 // cannot hide a lost or duplicated run from the audit.
 var (
 	runKeyRE  = regexp.MustCompile(`^chronos:\{s(\d+)\}:run:([0-9a-f]{64})$`)
-	taskKeyRE = regexp.MustCompile(`^asynq:\{` + chaosQueue + `\}:t:(.+)$`)
+	// taskKeyRE reads a run task's key in a shard's run queue
+	// (queue.ShardQueue): asynq:{sNN}chronos}:t:<key>.
+	taskKeyRE = regexp.MustCompile(`^asynq:\{s\d+\}` + chaosQueue + `\}:t:(.+)$`)
 )
 
 func shardKey(sh int, rest string) string { return fmt.Sprintf("chronos:{s%02d}:%s", sh, rest) }
@@ -407,8 +409,12 @@ func (c *chaosCluster) chaos(slots []*chaosSlot, launcher *chaosSlot, dur time.D
 			case <-time.After(10 * time.Second):
 				t.Fatalf("no wake of %s reached the receiver within 10s", launcher.p.name)
 			}
-			active, err := c.rdb.LLen(c.ctx, "asynq:{"+chaosQueue+"}:active").Result()
-			require.NoError(t, err)
+			var active int64
+			for _, k := range c.scanKeys("asynq:{s*}" + chaosQueue + "}:active") {
+				n, err := c.rdb.LLen(c.ctx, k).Result()
+				require.NoError(t, err)
+				active += n
+			}
 			old := launcher.p
 			c.kill(old)
 			release() // the wake's connection died with the launcher
@@ -811,9 +817,10 @@ func (c *chaosCluster) auditTasks(records map[string]string) {
 	t := c.t
 	t.Helper()
 	tasks := map[string]bool{}
-	for _, k := range c.scanKeys("asynq:{" + chaosQueue + "}:t:*") {
+	for _, k := range c.scanKeys("asynq:{*}:t:*") {
 		m := taskKeyRE.FindStringSubmatch(k)
 		require.NotNil(t, m, "unexpected asynq task key %q", k)
+		require.False(t, tasks[m[1]], "asynq task %s in two queues", m[1])
 		_, ok := records[m[1]]
 		require.True(t, ok, "asynq task %s has no run record (a task with a foreign id)", m[1])
 		tasks[m[1]] = true

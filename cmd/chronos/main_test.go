@@ -153,7 +153,7 @@ func runEndToEnd(t *testing.T, args ...string) {
 
 	code, body = req(http.MethodGet, "/monitoring/api/queues", "")
 	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, `"queue":"chronos"`)
+	require.Regexp(t, `"queue":"s\d+}chronos"`, body, "each shard's run queue (queue.ShardQueue)")
 	// Read-only unless MONITORING_WRITABLE: no one can delete the queue.
 	code, body = req(http.MethodDelete, "/monitoring/api/queues/chronos", "")
 	require.Equal(t, http.StatusMethodNotAllowed, code, body)

@@ -164,9 +164,10 @@ func (a *policyAudit) tasksMatchRecords(byID map[string]*policySchedule) {
 	t, c, runs := a.t, a.c, a.runs
 	t.Helper()
 	tasks := map[string]bool{}
-	for _, k := range c.scanKeys("asynq:{" + chaosQueue + "}:t:*") {
+	for _, k := range c.scanKeys("asynq:{*}:t:*") {
 		m := taskKeyRE.FindStringSubmatch(k)
 		require.NotNil(t, m, "unexpected asynq task key %q", k)
+		require.False(t, tasks[m[1]], "asynq task %s in two queues", m[1])
 		r, ok := runs[m[1]]
 		require.True(t, ok, "asynq task %s has no run record", m[1])
 		require.True(t, r.hasEnq, "asynq task %s: its record (%s, %s) was never enqueued", m[1], r.sid, r.st)

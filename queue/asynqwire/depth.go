@@ -14,18 +14,23 @@ import (
 // queue depth only, not every other metric.
 const depthTimeout = 2 * time.Second
 
-// Collector reports the queue's depth per asynq state at scrape time, as
+// Collector reports the queues' depth per asynq state at scrape time, as
 // chronos_queue_depth{queue, state}, so every process's /metrics shows it
 // without a polling loop.
 type Collector struct {
-	q    *Queue
+	qs   []*Queue
 	desc *prometheus.Desc
 }
 
 // Collector returns a collector of the queue's depth.
-func (q *Queue) Collector() *Collector {
+func (q *Queue) Collector() *Collector { return newCollector([]*Queue{q}) }
+
+// Collector returns a collector of the depth of every queue of the set.
+func (s *Set) Collector() *Collector { return newCollector(s.queues) }
+
+func newCollector(qs []*Queue) *Collector {
 	return &Collector{
-		q: q,
+		qs: qs,
 		desc: prometheus.NewDesc("chronos_queue_depth", "Run tasks in the asynq queue, by state.",
 			[]string{"queue", "state"}, nil),
 	}
@@ -68,17 +73,23 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
 	defer cancel()
-	var sizes map[string]int64
+	sizes := make([]map[string]int64, len(c.qs))
 	err := bounded(ctx, func(ctx context.Context) error {
-		var err error
-		sizes, err = c.q.Depth(ctx)
-		return err
+		for i, q := range c.qs {
+			var err error
+			if sizes[i], err = q.Depth(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return // Redis down or stalled: report nothing rather than zeros
 	}
-	for state, n := range sizes {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), c.q.keys.Queue, state)
+	for i, q := range c.qs {
+		for state, n := range sizes[i] {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), q.keys.Queue, state)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
 	// Ahead of the real clock, so the tasks are written to the scheduled set.
 	now := time.Now().Add(time.Hour).Truncate(time.Second)
 	clock := queue.NewSimClock(now)
-	store, err := queue.NewStore(ctx, rdb, clock, nil)
+	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: 1}) // every run in one queue
 	require.NoError(t, err)
 	n := asynqwire.ForwardBatch + 100 // more than one page
 	due := now.Add(time.Minute)
@@ -45,11 +45,11 @@ func TestForwardMakesTasksRunnableOnTime(t *testing.T) {
 	moved, err = store.Tasks().Forward(ctx, due)
 	require.NoError(t, err)
 	require.Equal(t, n, moved)
-	require.Equal(t, int64(n), rdb.LLen(ctx, "asynq:{chronos}:pending").Val())
+	require.Equal(t, int64(n), rdb.LLen(ctx, "asynq:{s00}chronos}:pending").Val())
 	for _, k := range []string{"k0", fmt.Sprintf("k%d", n-1)} {
 		info := queuetest.RequireTask(t, rdb, queue.QueueNameDefault, k)
 		require.Equal(t, asynq.TaskStatePending, info.State, k)
-		require.NotEmpty(t, rdb.HGet(ctx, "asynq:{chronos}:t:"+k, "pending_since").Val())
+		require.NotEmpty(t, rdb.HGet(ctx, "asynq:{s00}chronos}:t:"+k, "pending_since").Val())
 	}
 	require.Equal(t, asynq.TaskStateScheduled, queuetest.RequireTask(t, rdb, queue.QueueNameDefault, "later").State)
 	moved, err = store.Tasks().Forward(ctx, due)

@@ -157,8 +157,12 @@ type Task struct {
 	Deadline time.Time
 
 	msg       []byte
-	retention int64 // seconds the task is kept completed
+	retention int64  // seconds the task is kept completed
+	queue     *Queue // the queue it was taken from
 }
+
+// Queue returns the name of the queue the task was taken from.
+func (t *Task) Queue() string { return t.queue.keys.Queue }
 
 // Take takes up to n tasks off the Pending list, as asynq's server
 // takes one: each moves to the Active list with a lease until
@@ -174,7 +178,7 @@ func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
 	}
 	tasks := make([]*Task, 0, len(v)/2)
 	for i := 0; i+1 < len(v); i += 2 {
-		t := &Task{ID: v[i], msg: []byte(v[i+1]), Deadline: now.Add(defaultTaskTimeout)}
+		t := &Task{ID: v[i], msg: []byte(v[i+1]), Deadline: now.Add(defaultTaskTimeout), queue: q}
 		tasks = append(tasks, t)
 		m, err := DecodeMessage(t.msg)
 		if err != nil {

@@ -23,7 +23,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := queuetest.StartRedis(t).Universal(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 3, TaskRetention: time.Hour, TaskTimeout: time.Minute})
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{Shards: 1, TaskMaxRetry: 3, TaskRetention: time.Hour, TaskTimeout: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{"steps":[]}`)))
 	keys := []string{"done", "retry", "archive", "requeue", "gone"}
@@ -34,7 +34,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 		require.True(t, started)
 	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	q := queue.QueueNameDefault
+	q := queue.ShardQueue(queue.QueueNameDefault, 0) // one shard: every run in its queue
 
 	require.NoError(t, insp.PauseQueue(q))
 	none, err := store.Tasks().Take(ctx, 10)
@@ -62,7 +62,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 		info, err := insp.GetTaskInfo(q, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, asynq.TaskStateActive, info.State)
-		lease := rdb.ZScore(ctx, "asynq:{chronos}:lease", tk.ID).Val()
+		lease := rdb.ZScore(ctx, "asynq:{s00}chronos}:lease", tk.ID).Val()
 		require.InDelta(t, float64(before.Add(asynqwire.LeaseDuration).Unix()), lease, 2)
 		tasks[tk.ID] = tk
 	}
@@ -70,10 +70,12 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty)
 
-	require.NoError(t, rdb.ZAdd(ctx, "asynq:{chronos}:lease", redis.Z{Member: "done", Score: 1}).Err())
-	require.NoError(t, store.Tasks().ExtendLeases(ctx, []string{"done", "never-taken"}))
-	require.Greater(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "done").Val(), float64(before.Unix()))
-	require.Zero(t, rdb.ZScore(ctx, "asynq:{chronos}:lease", "never-taken").Val(), "only held tasks are extended")
+	require.NoError(t, rdb.ZAdd(ctx, "asynq:{s00}chronos}:lease", redis.Z{Member: "done", Score: 1}).Err())
+	require.NoError(t, rdb.ZRem(ctx, "asynq:{s00}chronos}:lease", "gone").Err())
+	require.NoError(t, store.Tasks().ExtendLeases(ctx, []*asynqwire.Task{tasks["done"], tasks["gone"]}))
+	require.Greater(t, rdb.ZScore(ctx, "asynq:{s00}chronos}:lease", "done").Val(), float64(before.Unix()))
+	require.Zero(t, rdb.ZScore(ctx, "asynq:{s00}chronos}:lease", "gone").Val(), "only held tasks are extended")
+	require.NoError(t, rdb.ZAdd(ctx, "asynq:{s00}chronos}:lease", redis.Z{Member: "gone", Score: 1}).Err())
 
 	finish := func(id string, end asynqwire.End, at time.Time, msg string) bool {
 		t.Helper()
@@ -115,7 +117,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 
 	// A task an asynq server recovered after its lease expired is no
 	// longer this launcher's to finish.
-	require.NoError(t, rdb.LRem(ctx, "asynq:{chronos}:active", 0, "gone").Err())
+	require.NoError(t, rdb.LRem(ctx, "asynq:{s00}chronos}:active", 0, "gone").Err())
 	require.False(t, finish("gone", asynqwire.Done, time.Time{}, ""))
 	require.False(t, finish("done", asynqwire.Done, time.Time{}, ""), "finishing twice changes nothing")
 
@@ -126,7 +128,7 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	require.Equal(t, 3, qi.ProcessedTotal)
 	require.Equal(t, 2, qi.FailedTotal)
 	require.Zero(t, qi.Active)
-	require.Equal(t, int64(1), rdb.ZCard(ctx, "asynq:{chronos}:lease").Val(), "only the recovered task's lease is left")
+	require.Equal(t, int64(1), rdb.ZCard(ctx, "asynq:{s00}chronos}:lease").Val(), "only the recovered task's lease is left")
 }
 
 // A task without retention (chronos writes none such, asynq's Client
@@ -160,7 +162,7 @@ func TestTakeAndFinishRunTasksOnMiniredis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := (&queuetest.Redis{Addr: miniredis.RunT(t).Addr()}).Client(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
+	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{Shards: 1})
 	require.NoError(t, err)
 	ends := []asynqwire.End{asynqwire.Done, asynqwire.Retry, asynqwire.Archive, asynqwire.Requeue}
 	for _, end := range ends {
@@ -177,6 +179,6 @@ func TestTakeAndFinishRunTasksOnMiniredis(t *testing.T) {
 		require.NoError(t, err, tk.ID)
 		require.True(t, mine, tk.ID)
 	}
-	require.Equal(t, "archived", rdb.HGet(ctx, "asynq:{chronos}:t:archive", "state").Val())
-	require.Equal(t, []string{"requeue"}, rdb.LRange(ctx, "asynq:{chronos}:pending", 0, -1).Val())
+	require.Equal(t, "archived", rdb.HGet(ctx, "asynq:{s00}chronos}:t:archive", "state").Val())
+	require.Equal(t, []string{"requeue"}, rdb.LRange(ctx, "asynq:{s00}chronos}:pending", 0, -1).Val())
 }

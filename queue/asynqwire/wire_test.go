@@ -22,19 +22,20 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 	rdb := queuetest.StartRedis(t).Universal(t)
 	now := time.Now().Truncate(time.Second)
 	client := asynq.NewClientFromRedisClient(rdb)
+	q := queue.ShardQueue(queue.QueueNameDefault, 0) // one shard: every run in its queue
 
 	for name, fire := range map[string]time.Time{"pending": now.Add(-time.Second), "scheduled": now.Add(time.Hour)} {
 		key := "run-" + name
-		store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{TaskMaxRetry: 7, TaskRetention: 2 * time.Hour, TaskTimeout: 90 * time.Second})
+		store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{Shards: 1, TaskMaxRetry: 7, TaskRetention: 2 * time.Hour, TaskTimeout: 90 * time.Second})
 		require.NoError(t, err)
 		_, started, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 			ScheduledFor: fire, IdempotencyKey: key})
 		require.NoError(t, err)
 		require.True(t, started)
-		tkey := "asynq:{chronos}:t:" + key
+		tkey := "asynq:{s00}chronos}:t:" + key
 		ours := rdb.HGetAll(ctx, tkey).Val()
-		ourScore := rdb.ZScore(ctx, "asynq:{chronos}:scheduled", key).Val()
-		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo("chronos", key)
+		ourScore := rdb.ZScore(ctx, "asynq:{s00}chronos}:scheduled", key).Val()
+		info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(q, key)
 		require.NoError(t, err)
 		require.Equal(t, 7, info.MaxRetry)
 		require.Equal(t, queue.TaskTypeRun, info.Type)
@@ -46,7 +47,7 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 			_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1",
 				ScheduledFor: fire.Add(300 * time.Millisecond), IdempotencyKey: "fraction"})
 			require.NoError(t, err)
-			require.Equal(t, float64(fire.Unix()+1), rdb.ZScore(ctx, "asynq:{chronos}:scheduled", "fraction").Val())
+			require.Equal(t, float64(fire.Unix()+1), rdb.ZScore(ctx, "asynq:{s00}chronos}:scheduled", "fraction").Val())
 		} else {
 			require.Equal(t, asynq.TaskStatePending, info.State)
 		}
@@ -60,13 +61,13 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 
 		require.NoError(t, rdb.FlushDB(ctx).Err())
 		_, err = client.EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, info.Payload),
-			asynq.TaskID(key), asynq.Queue("chronos"), asynq.ProcessAt(fire),
+			asynq.TaskID(key), asynq.Queue(q), asynq.ProcessAt(fire),
 			asynq.MaxRetry(7), asynq.Retention(2*time.Hour), asynq.Timeout(90*time.Second))
 		require.NoError(t, err)
 		theirs := rdb.HGetAll(ctx, tkey).Val()
 		require.Equal(t, theirs["msg"], ours["msg"], "%s: encoded TaskMessage", name)
 		require.Equal(t, theirs["state"], ours["state"], name)
-		require.Equal(t, rdb.ZScore(ctx, "asynq:{chronos}:scheduled", key).Val(), ourScore, name)
+		require.Equal(t, rdb.ZScore(ctx, "asynq:{s00}chronos}:scheduled", key).Val(), ourScore, name)
 		require.Equal(t, theirs["pending_since"] != "", ours["pending_since"] != "", name)
 		require.NoError(t, rdb.FlushDB(ctx).Err())
 	}

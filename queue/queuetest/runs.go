@@ -2,6 +2,8 @@ package queuetest
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -38,29 +40,94 @@ func RequireRuns(t testing.TB, store *queue.Store, scheduleID string, status mod
 	return out
 }
 
-// RequireTask asserts that asynq holds exactly one task for a run: the task
-// whose TaskID is the run's idempotency key.
-func RequireTask(t testing.TB, rdb redis.UniversalClient, queueName, key string) *asynq.TaskInfo {
+// RequireTask asserts that asynq holds exactly one task for a run: the
+// task whose TaskID is the run's idempotency key, in one of the run
+// queues of base (Config.QueueName: its shards' queues, or the legacy
+// queue itself).
+func RequireTask(t testing.TB, rdb redis.UniversalClient, base, key string) *asynq.TaskInfo {
 	t.Helper()
-	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queueName, key)
+	names := TaskQueues(t, rdb, base, key)
+	require.Len(t, names, 1, "asynq queues of base %s holding task %s", base, key)
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(names[0], key)
 	require.NoError(t, err, "asynq task %s", key)
 	require.Equal(t, key, info.ID)
 	return info
 }
 
-// CountTasks counts the run tasks asynq holds in a queue, in every state.
-// On Cluster it asks the master of the queue's slot.
-func CountTasks(t testing.TB, rdb redis.UniversalClient, queueName string) int {
+// TaskQueues returns the names of the run queues of base (see
+// RequireTask) that hold a task with this id.
+func TaskQueues(t testing.TB, rdb redis.UniversalClient, base, id string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range taskKeys(t, rdb, base, id) {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(k, "asynq:{"), "}:t:"+id))
+	}
+	return out
+}
+
+// TaskKey returns the key of the task with this id in base's run queues
+// (see RequireTask), failing unless exactly one holds it.
+func TaskKey(t testing.TB, rdb redis.UniversalClient, base, id string) string {
+	t.Helper()
+	keys := taskKeys(t, rdb, base, id)
+	require.Len(t, keys, 1, "asynq tasks %s in the queues of %s", id, base)
+	return keys[0]
+}
+
+// CountTasks counts the run tasks asynq holds in the run queues of base
+// (see RequireTask), in every state.
+func CountTasks(t testing.TB, rdb redis.UniversalClient, base string) int {
+	t.Helper()
+	return len(taskKeys(t, rdb, base, "*"))
+}
+
+// taskKeys lists the task keys matching id (a glob) in base's run
+// queues: asynq:{sNN}<base>}:t:<id> and the legacy asynq:{<base>}:t:<id>.
+func taskKeys(t testing.TB, rdb redis.UniversalClient, base, id string) []string {
 	t.Helper()
 	ctx := context.Background()
-	prefix := "asynq:{" + queueName + "}:t:"
-	var node redis.Cmdable = rdb
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, prefix)
+	var out []string
+	for _, pattern := range []string{"asynq:{s[0-9]*}" + base + "}:t:" + id, "asynq:{" + base + "}:t:" + id} {
+		keys, err := keysEverywhere(ctx, rdb, pattern)
 		require.NoError(t, err)
-		node = m
+		out = append(out, keys...)
 	}
-	n, err := node.Keys(ctx, prefix+"*").Result()
-	require.NoError(t, err)
-	return len(n)
+	return out
+}
+
+// keysEverywhere is KEYS pattern, on every master of a cluster (the run
+// queues' keys are in every shard's slot).
+func keysEverywhere(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var out []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, pattern).Result()
+		mu.Lock()
+		out = append(out, keys...)
+		mu.Unlock()
+		return err
+	})
+	return out, err
+}
+
+// TaskQueue returns the name of the one run queue of base (see
+// RequireTask) that holds a task with this id, or "" when none or more
+// than one does (or Redis does not answer): a test that polls passes it
+// on to asynq's Inspector, which then says the queue is not found.
+func TaskQueue(rdb redis.UniversalClient, base, id string) string {
+	var names []string
+	for _, pattern := range []string{"asynq:{s[0-9]*}" + base + "}:t:" + id, "asynq:{" + base + "}:t:" + id} {
+		keys, _ := keysEverywhere(context.Background(), rdb, pattern)
+		for _, k := range keys {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(k, "asynq:{"), "}:t:"+id))
+		}
+	}
+	if len(names) != 1 {
+		return ""
+	}
+	return names[0]
 }

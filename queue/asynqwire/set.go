@@ -1,0 +1,210 @@
+package asynqwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Set is the run queues a launcher consumes together: one asynq queue per
+// shard (each in its shard's hash slot, so a shard's scripts touch one
+// slot on Redis Cluster) and the legacy single queue of deployments that
+// predate them, drained until empty. Every call on a Set works on each
+// queue with its own keys, so it works on a Redis Cluster too (a
+// pipeline there is split by slot).
+type Set struct {
+	rdb       redis.UniversalClient
+	queues    []*Queue // published ones first, then the legacy one
+	published int      // how many of queues Publish lists
+	next      atomic.Uint32
+	listed    atomic.Pointer[time.Time] // when Publish last listed the queues
+}
+
+// NewSet returns the set of queues; Publish lists the queues in publish,
+// and legacy (which may be nil) is consumed with them but not listed.
+func NewSet(rdb redis.UniversalClient, publish []*Queue, legacy *Queue) *Set {
+	s := &Set{rdb: rdb, queues: publish, published: len(publish)}
+	if legacy != nil {
+		s.queues = append(s.queues[:len(publish):len(publish)], legacy)
+	}
+	return s
+}
+
+// Queues returns the set's queues: the published ones, then the legacy
+// one if any.
+func (s *Set) Queues() []*Queue { return s.queues }
+
+// Names returns the names of the set's queues, in Queues' order.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.queues))
+	for i, q := range s.queues {
+		out[i] = q.keys.Queue
+	}
+	return out
+}
+
+// Publish lists the set's queues (not the legacy one) in AllQueues, where
+// asynq's servers, Inspector and asynqmon find queues, in one command, at
+// most once a second so a Redis restarted empty lists them again.
+// AllQueues is in no queue's hash slot: no script writes it.
+func (s *Set) Publish(ctx context.Context) error {
+	if at := s.listed.Load(); at != nil && time.Since(*at) < time.Second {
+		return nil
+	}
+	names := make([]any, s.published)
+	for i, q := range s.queues[:s.published] {
+		names[i] = q.keys.Queue
+	}
+	if len(names) > 0 {
+		if err := s.rdb.SAdd(ctx, AllQueues, names...).Err(); err != nil {
+			return fmt.Errorf("register %d asynq queues: %w", len(names), err)
+		}
+	}
+	now := time.Now()
+	s.listed.Store(&now)
+	return nil
+}
+
+// Take takes up to n tasks, fairly across the queues: it reads which
+// pending lists hold tasks (one pipeline), then takes from those in turn,
+// starting one queue further each call, so no queue waits behind another.
+func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
+	if len(s.queues) == 1 {
+		return s.queues[0].Take(ctx, n)
+	}
+	lens := make([]*redis.IntCmd, len(s.queues))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range s.queues {
+			lens[i] = p.LLen(ctx, q.keys.Pending())
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read pending run tasks: %w", err)
+	}
+	full := 0
+	for _, l := range lens {
+		if l.Val() > 0 {
+			full++
+		}
+	}
+	start := int(s.next.Add(1)) % len(s.queues)
+	var out []*Task
+	for i := range s.queues {
+		j := (start + i) % len(s.queues)
+		if len(out) >= n || full == 0 {
+			break
+		}
+		if lens[j].Val() == 0 {
+			continue
+		}
+		// Each queue that holds tasks gets its share of what is left
+		// (what one leaves goes to the next), so one call spreads over
+		// them.
+		share := (n - len(out) + full - 1) / full
+		full--
+		ts, err := s.queues[j].Take(ctx, share)
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil // these are held: run them, the rest next call
+			}
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
+// Forward makes the tasks scheduled at or before now runnable in every
+// queue (Queue.Forward), one pipeline for all while none has more than a
+// page due, and says how many it moved.
+func (s *Set) Forward(ctx context.Context, now time.Time) (int, error) {
+	return s.forward(ctx, now, Keys.Scheduled)
+}
+
+// ForwardRetries is Forward for the retries due (Queue.ForwardRetries).
+func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
+	return s.forward(ctx, now, Keys.Retry)
+}
+
+func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string) (int, error) {
+	cmds := make([]*redis.Cmd, len(s.queues))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range s.queues {
+			cmds[i] = forwardScript.EvalSha(ctx, p, []string{from(q.keys), q.keys.Pending()},
+				now.Unix(), q.keys.TaskPrefix(), now.UnixNano(), ForwardBatch)
+		}
+		return nil
+	})
+	total := 0
+	var errs []error
+	for i, q := range s.queues {
+		n, err := cmds[i].Int()
+		total += n
+		if err == nil && n < ForwardBatch {
+			continue
+		}
+		if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			errs = append(errs, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err))
+			continue
+		}
+		// Not loaded yet, or a full page moved: this queue on its own.
+		m, err := q.forward(ctx, from(q.keys), now)
+		total += m
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// ExtendLeases extends the leases of the taken tasks still held
+// (Queue.ExtendLeases), each in its own queue, in one pipeline.
+func (s *Set) ExtendLeases(ctx context.Context, tasks []*Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	exp := float64(time.Now().Add(LeaseDuration).Unix())
+	by := map[*Queue][]redis.Z{}
+	for _, t := range tasks {
+		by[t.queue] = append(by[t.queue], redis.Z{Member: t.ID, Score: exp})
+	}
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q, zs := range by {
+			p.ZAddXX(ctx, q.keys.Lease(), zs...)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("extend leases of %d tasks: %w", len(tasks), err)
+	}
+	return nil
+}
+
+// Finish finishes a taken task in the queue it was taken from
+// (Queue.Finish).
+func (s *Set) Finish(ctx context.Context, t *Task, end End, retryAt time.Time, errMsg string) (bool, error) {
+	return t.queue.Finish(ctx, t, end, retryAt, errMsg)
+}
+
+// Archived returns the tasks of every queue archived at or after since
+// (Queue.Archived), and the since to pass next time: the latest archive
+// time read in any queue, as for one queue whose tasks many launchers
+// archive.
+func (s *Set) Archived(ctx context.Context, since time.Time) ([]ArchivedTask, time.Time, error) {
+	var out []ArchivedTask
+	next := since
+	for _, q := range s.queues {
+		ts, n, err := q.Archived(ctx, since)
+		if err != nil {
+			return nil, since, err
+		}
+		out = append(out, ts...)
+		if n.After(next) {
+			next = n
+		}
+	}
+	return out, next, nil
+}

@@ -16,7 +16,7 @@
 //	chronos:{s07}:alarmkeys:<did> HASH an owner's idempotency key -> alarm id (alarm_create.lua)
 //	chronos:{s07}:alarmsactive:<did> SET an owner's alarms created active and not cancelled since (the active limit)
 //	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
-//	chronos:{chronos}:manual:<key> STRING a manual run's mark on its key, as long as its record (manual_run.lua)
+//	chronos:{s07}:manual:<key>   STRING a manual run's mark on its key, as long as its record (manual_run.lua; manualmarks.go)
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run
 //	chronos:{s07}:vers           STRING the shard's definition version counter (upsert.lua): ver never repeats, even for an id re-created
 //	chronos:{s07}:lease          STRING redsync lock of the shard
@@ -24,11 +24,12 @@
 //	chronos:wf:{<id>}:<version>  STRING workflow DAG JSON
 //	chronos:workflows            SET   the keys of the stored workflow versions (their count is capped)
 //	chronos:meta                 HASH  shards (fixed when the first process starts)
-//	chronos:schedulers           ZSET  scheduler replica id -> last heartbeat (ms)
-//	chronos:schedulers:held      HASH  scheduler replica id -> shards it holds
-//	chronos:launchers            ZSET  launcher replica id -> last heartbeat (ms)
-//	chronos:launchers:skew       HASH  launcher replica id -> its host clock's skew against Redis (ms)
-//	asynq:{chronos}:...          asynq's own keys for the run queue
+//	chronos:{schedulers}         ZSET  scheduler replica id -> last heartbeat (ms)
+//	chronos:{schedulers}:held    HASH  scheduler replica id -> shards it holds
+//	chronos:{launchers}          ZSET  launcher replica id -> last heartbeat (ms)
+//	chronos:{launchers}:skew     HASH  launcher replica id -> its host clock's skew against Redis (ms)
+//	asynq:{s07}chronos}:...      asynq's own keys for the shard's run queue "s07}chronos" (ShardQueue): tag s07
+//	asynq:{chronos}:...          the single run queue of earlier versions, drained by launchers
 //
 // # Scripts
 //

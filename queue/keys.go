@@ -74,13 +74,15 @@ func workflowKey(id, version string) string {
 	return keyPrefix + "wf:{" + id + "}:" + version
 }
 
+// The replicas' heartbeat keys come in pairs that the heartbeat script
+// writes together: each pair shares a hash tag (one Redis Cluster slot).
 const (
 	// workflowsKey is the set of the stored workflow versions' keys: the
 	// count Config.WorkflowMaxVersions bounds.
 	workflowsKey      = keyPrefix + "workflows"
 	metaKey           = keyPrefix + "meta"
-	schedulersKey     = keyPrefix + "schedulers"
-	schedulersHeldKey = keyPrefix + "schedulers:held"
-	launchersKey      = keyPrefix + "launchers"
-	launchersSkewKey  = keyPrefix + "launchers:skew"
+	schedulersKey     = keyPrefix + "{schedulers}"
+	schedulersHeldKey = keyPrefix + "{schedulers}:held"
+	launchersKey      = keyPrefix + "{launchers}"
+	launchersSkewKey  = keyPrefix + "{launchers}:skew"
 )

@@ -40,10 +40,10 @@ func TestKeySpelling(t *testing.T) {
 		{workflowsKey, "chronos:workflows"},
 		{requestKey("scope", "k"), "chronos:req:" + requestDigest("scope", "k")},
 		{metaKey, "chronos:meta"},
-		{schedulersKey, "chronos:schedulers"},
-		{schedulersHeldKey, "chronos:schedulers:held"},
-		{launchersKey, "chronos:launchers"},
-		{launchersSkewKey, "chronos:launchers:skew"},
+		{schedulersKey, "chronos:{schedulers}"},
+		{schedulersHeldKey, "chronos:{schedulers}:held"},
+		{launchersKey, "chronos:{launchers}"},
+		{launchersSkewKey, "chronos:{launchers}:skew"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}

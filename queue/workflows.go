@@ -17,7 +17,13 @@ func (s *Store) PutWorkflow(ctx context.Context, id, version string, dag []byte)
 		return fmt.Errorf("workflow %s version %s: DAG of %d bytes, over the %d a version may hold: %w",
 			id, version, len(dag), s.cfg.WorkflowMaxBytes, ErrTooLarge)
 	}
-	n, err := putWorkflowScript.Run(ctx, s.rdb, []string{workflowKey(id, version), workflowsKey}, dag, s.cfg.WorkflowMaxVersions).Int64()
+	var n int64
+	var err error
+	if isCluster(s.rdb) {
+		n, err = s.putWorkflowApart(ctx, workflowKey(id, version), dag)
+	} else {
+		n, err = putWorkflowScript.Run(ctx, s.rdb, []string{workflowKey(id, version), workflowsKey}, dag, s.cfg.WorkflowMaxVersions).Int64()
+	}
 	if err != nil {
 		return fmt.Errorf("store workflow %s version %s: %w", id, version, err)
 	}
@@ -32,7 +38,18 @@ func (s *Store) PutWorkflow(ctx context.Context, id, version string, dag []byte)
 // (the executor finds no DAG). It only frees memory, so it works on a
 // full Redis too.
 func (s *Store) DeleteWorkflow(ctx context.Context, id, version string) error {
-	n, err := deleteWorkflowScript.Run(ctx, s.rdb, []string{workflowKey(id, version), workflowsKey}).Int()
+	var n int
+	var err error
+	if isCluster(s.rdb) {
+		// The version and the set are in two slots: two commands.
+		if err = s.rdb.SRem(ctx, workflowsKey, workflowKey(id, version)).Err(); err == nil {
+			var d int64
+			d, err = s.rdb.Del(ctx, workflowKey(id, version)).Result()
+			n = int(d)
+		}
+	} else {
+		n, err = deleteWorkflowScript.Run(ctx, s.rdb, []string{workflowKey(id, version), workflowsKey}).Int()
+	}
 	if err != nil {
 		return fmt.Errorf("delete workflow %s version %s: %w", id, version, err)
 	}
@@ -52,4 +69,34 @@ func (s *Store) GetWorkflow(ctx context.Context, id, version string) ([]byte, er
 		return nil, fmt.Errorf("load workflow %s version %s: %w", id, version, err)
 	}
 	return b, nil
+}
+
+// isCluster says whether rdb is a Redis Cluster client.
+func isCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// putWorkflowApart is put_workflow.lua for a Redis Cluster, where a
+// version's key (its workflow's slot) and the set of versions (another)
+// cannot be written by one script: it checks the quota, then writes, so
+// puts of new versions at the same moment may pass the quota by their
+// number. It returns what the script returns.
+func (s *Store) putWorkflowApart(ctx context.Context, key string, dag []byte) (int64, error) {
+	var exists, count *redis.IntCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		exists, count = p.Exists(ctx, key), p.SCard(ctx, workflowsKey)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := count.Val()
+	if exists.Val() == 0 && n >= int64(s.cfg.WorkflowMaxVersions) {
+		return -n, nil
+	}
+	if err := s.rdb.Set(ctx, key, dag, 0).Err(); err != nil {
+		return 0, err
+	}
+	added, err := s.rdb.SAdd(ctx, workflowsKey, key).Result()
+	return n + added, err
 }

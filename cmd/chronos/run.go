@@ -10,7 +10,6 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -472,65 +471,13 @@ func positive[T int | int64 | time.Duration](name string, v T) error {
 	return nil
 }
 
-// newRedis opens a client for redis://, rediss:// or
-// redis-sentinel://[:password@]host:port[,host:port...]/master[/db].
-func newRedis(raw string) (redis.UniversalClient, error) {
-	if rest, ok := strings.CutPrefix(raw, "redis-sentinel://"); ok {
-		bad := fmt.Errorf("REDIS_URL %q: want redis-sentinel://[:password@]host:port[,host:port]/master-name[/db]", redactURL(raw))
-		password := ""
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			password = strings.TrimPrefix(rest[:at], ":")
-			rest = rest[at+1:]
-		}
-		hosts, path, _ := strings.Cut(rest, "/")
-		master, dbText, hasDB := strings.Cut(path, "/")
-		db := 0
-		if hasDB {
-			var err error
-			if db, err = strconv.Atoi(dbText); err != nil || db < 0 {
-				return nil, bad
-			}
-		}
-		if hosts == "" || master == "" {
-			return nil, bad
-		}
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: master, SentinelAddrs: strings.Split(hosts, ","), Password: password, DB: db,
-		}), nil
-	}
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err // it repeats the URL, password and all
-		}
-		return nil, fmt.Errorf("REDIS_URL %q: %w", redactURL(raw), err)
-	}
-	// ContextTimeoutEnabled stays off: redsync bounds a lease acquire by
-	// 5% of LEASE_TTL, and a deadline that cut the socket would leave a
-	// lease taken in Redis but not by the caller behind a short stall.
-	// Callers that must answer in time (probes, scrapes) bound their wait
-	// themselves (queue.Store.Ping).
-	return redis.NewClient(opt), nil
-}
+// newRedis opens the client REDIS_URL names (queue.OpenRedis): redis://,
+// rediss://, redis-sentinel:// or redis-cluster://.
+func newRedis(raw string) (redis.UniversalClient, error) { return queue.OpenRedis(raw) }
 
-// redactURL hides the password of a Redis URL for logs and errors. It
-// works on the text, not url.Parse, so a URL that doesn't parse (a
-// sentinel list, a typo) doesn't leak its password either.
-func redactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
-}
+// redactURL hides the password of a Redis URL for logs and errors
+// (queue.RedactURL).
+func redactURL(raw string) string { return queue.RedactURL(raw) }
 
 // clientConnOpt hands asynqmon our client instead of a second connection
 // configuration, so every Redis flavour we support works there too.

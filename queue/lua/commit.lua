@@ -17,7 +17,7 @@
 -- ARGV[3] -> run history kept per schedule
 -- ARGV[4] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[5] -> now, unix ns (asynq's pending_since)
--- ARGV[6] -> manual mark prefix ("chronos:{<queue>}:manual:")
+-- ARGV[6] -> manual mark prefix ("chronos:{sNN}:manual:")
 -- ARGV[7] -> number of plans (ARGV[commitHeaderArgs]), then per plan
 --   commitPlanArgs: id, expected next, expected inflight, expected ver,
 --   new next ("" = retired), new score, new inflight key ("" =

@@ -7,7 +7,7 @@
 -- KEYS[3] -> asynq:{<queue>}:scheduled
 -- KEYS[4] -> asynq:{<queue>}:archived
 -- KEYS[5] -> asynq:{<queue>}:completed
--- KEYS[6] -> the key's manual mark (chronos:{<queue>}:manual:<key>)
+-- KEYS[6] -> the key's manual mark (chronos:{sNN}:manual:<key>)
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms

@@ -20,7 +20,7 @@
 -- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
 -- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
--- ARGV[9] -> manual mark prefix ("chronos:{<queue>}:manual:")
+-- ARGV[9] -> manual mark prefix ("chronos:{sNN}:manual:")
 -- ARGV[10] -> n (ARGV[upsertHeaderArgs]), the number of definition fields
 --             the new body leaves out, then their names
 -- ARGV[11+n..] -> the new definition's field, value pairs

@@ -177,7 +177,7 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 	if len(runs) == 0 {
 		return nil
 	}
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	recs := make([]*redis.SliceCmd, len(runs))
 	marks := make([]*redis.IntCmd, len(runs))
 	tasks := make([]*redis.StringCmd, len(runs))
@@ -187,7 +187,7 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 		for i, r := range runs {
 			recs[i] = p.HMGet(ctx, runKey(sh, r.IdempotencyKey), rfStatus, rfSource)
 			if dryRun {
-				marks[i] = p.Exists(ctx, manualKeyPrefix(q.Queue)+r.IdempotencyKey)
+				marks[i] = p.Exists(ctx, manualKeyPrefix(sh)+r.IdempotencyKey)
 				tasks[i] = p.HGet(ctx, q.TaskPrefix()+r.IdempotencyKey, taskState)
 			}
 		}
@@ -231,7 +231,7 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 // and records its marks; a definition changed since h was read is
 // errBackfillStale.
 func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, page []int) error {
-	q := s.tasks.Keys()
+	q := s.queue(sh).Keys()
 	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}
 	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory}
 	if len(keys) != backfillHeaderKeys || len(args) != backfillHeaderArgs {
@@ -244,11 +244,11 @@ func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRec
 			IdempotencyKey: r.IdempotencyKey, ScheduleID: rec.ID, RunAt: r.RunAt.UTC(), FireAt: r.FireAt.UTC(),
 			WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID, Source: model.SourceBackfill,
 		}
-		msg, processAt, err := s.asynqTask(&p, now)
+		msg, processAt, err := s.asynqTask(sh, &p, now)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, runKey(sh, r.IdempotencyKey), q.TaskPrefix()+r.IdempotencyKey, manualKeyPrefix(q.Queue)+r.IdempotencyKey)
+		keys = append(keys, runKey(sh, r.IdempotencyKey), q.TaskPrefix()+r.IdempotencyKey, manualKeyPrefix(sh)+r.IdempotencyKey)
 		args = append(args, r.IdempotencyKey, ms(r.RunAt), ms(*r.FireAt), msg, processAt)
 	}
 	out, err := backfillScript.Run(ctx, s.rdb, keys, args...).Result()

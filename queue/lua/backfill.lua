@@ -15,7 +15,7 @@
 -- KEYS[5] -> asynq:{<queue>}:archived
 -- KEYS[6] -> asynq:{<queue>}:completed
 -- then per run (backfillRunKeys): its run hash, its asynq task hash, its
---   manual mark (chronos:{<queue>}:manual:<key>)
+--   manual mark (chronos:{sNN}:manual:<key>)
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> the definition version the times were computed from
 -- ARGV[3] -> now, ms

@@ -36,7 +36,7 @@ type CLI struct {
 
 // Common settings of every long-running command.
 type Common struct {
-	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name[/db]. In 'dev', empty means embedded."`
+	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name[/db], redis-cluster://host:port[,host:port] for a Redis Cluster. In 'dev', empty means embedded."`
 	HTTPAddr  string `name:"http-addr" env:"HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (API, /metrics, /healthz)."`
 	Shards    int    `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
 	LogLevel  string `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
@@ -49,7 +49,7 @@ type Common struct {
 	LookaheadMS   int64         `name:"lookahead-ms" env:"LOOKAHEAD_MS" default:"60000" help:"How far ahead 'allow' schedules are enqueued (asynq ProcessAt), so runs start on time."`
 	RunHistory    int           `name:"run-history" env:"RUN_HISTORY" default:"100" help:"Run records kept per schedule."`
 	TaskRetention time.Duration `name:"task-retention" env:"TASK_RETENTION" default:"24h" help:"How long asynq keeps finished tasks: the horizon of duplicate-enqueue protection."`
-	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"asynq queue of run tasks."`
+	Queue         string        `name:"queue" env:"QUEUE" default:"chronos" help:"Names the asynq run queues: shard NN's is sNN}<queue>."`
 	TaskMaxRetry  int           `name:"task-max-retry" env:"TASK_MAX_RETRY" default:"5" help:"Launch attempts retried by asynq before a run is FAILED; 0 for none. While retried, the run shows attempts, last_error and next_attempt_at. Read where runs are enqueued (schedulers; the API for manual runs)."`
 	AuthOpts
 

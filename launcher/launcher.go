@@ -147,7 +147,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
 		Concurrency:              1,
 		Queues:                   serverQueues(store),
-		TaskCheckInterval:        c.PollInterval,
+		TaskCheckInterval:        serverPollInterval(c),
 		DelayedTaskCheckInterval: neverForward,
 		ShutdownTimeout:          c.ShutdownTimeout,
 		RetryDelayFunc:           retryDelay,
@@ -166,6 +166,17 @@ func serverQueues(store *queue.Store) map[string]int {
 		qs[name] = 1
 	}
 	return qs
+}
+
+// serverPollInterval is how often the asynq server's idle worker looks
+// for a task: it tries every queue in turn, one script each, so with a
+// lane taking the tasks (Concurrency above 1) it looks once a second at
+// most often; alone (Concurrency 1) it looks every PollInterval.
+func serverPollInterval(c Config) time.Duration {
+	if c.Concurrency > 1 {
+		return max(c.PollInterval, time.Second)
+	}
+	return c.PollInterval
 }
 
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer

@@ -16,7 +16,6 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
-	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // burstOpts configures one burst: n schedules due in the same second,
@@ -161,7 +160,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 	probe := startPingProbe(ctx, e.redisAddr)
 	deadline := due.Add(20*time.Second + time.Duration(o.n/2000)*time.Second)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: runQueue}.Pending()).Result()
+		return e.pendingRuns(ctx)
 	}, int64(o.n), 2*time.Millisecond, deadline)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -180,7 +179,7 @@ func (b *bench) burstOnce(ctx context.Context, o burstOpts, attempt int) (*burst
 		return nil, err
 	}
 	stopAll(scheds)
-	c, err := countQueue(ctx, e.rdb, runQueue)
+	c, err := e.countRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,13 +227,13 @@ func verifyBurst(ctx context.Context, e *env, store *queue.Store, res *burstResu
 	var ds []time.Duration
 	for i, k := range keys {
 		if k != "" {
-			present = append(present, k)
+			present = append(present, store.RunQueue(queue.ShardOf(scheduleID(i), store.Config().Shards)).Keys().Task(k))
 			ds = append(ds, drift[i])
 		}
 	}
 	res.runsOK, res.runsBad, res.runs, res.extra = int(ok.Load()), int(bad.Load()), int(runs.Load()), int(extra.Load())
 	res.rec = percentiles(ds)
-	res.matched, err = tasksPresent(ctx, e.rdb, runQueue, present)
+	res.matched, err = tasksPresent(ctx, e.rdb, present)
 	res.verified = err == nil
 	return err
 }

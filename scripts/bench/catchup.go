@@ -8,7 +8,6 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
-	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // catchupResult is one catch-up: n per-second schedules, fire_immediately,
@@ -69,7 +68,7 @@ func (b *bench) catchup(ctx context.Context, n, missed int) (*catchupResult, err
 	}
 	defer sched.stop(10 * time.Second)
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: runQueue}.Pending()).Result()
+		return e.pendingRuns(ctx)
 	}, want, 2*time.Millisecond, time.Now().Add(2*time.Minute))
 	res.ping = probe.stop()
 	if ctx.Err() != nil {
@@ -94,7 +93,7 @@ func (b *bench) catchup(ctx context.Context, n, missed int) (*catchupResult, err
 	// after a first count (Redis serves waiting clients in any order):
 	// count until two counts a moment apart agree.
 	for prev := int64(-1); ; {
-		c, err := countQueue(ctx, e.rdb, runQueue)
+		c, err := e.countRuns(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,50 @@ const (
 	version    = "1"
 )
 
+// runQueues are the asynq queues runs go to: each shard's
+// (queue.ShardQueue) and the legacy single one, which launchers drain.
+func (e *env) runQueues() []string {
+	qs := make([]string, 0, e.shards+1)
+	for sh := range e.shards {
+		qs = append(qs, queue.ShardQueue(runQueue, sh))
+	}
+	return append(qs, runQueue)
+}
+
+// pendingRuns is how many run tasks wait in the run queues' pending lists.
+func (e *env) pendingRuns(ctx context.Context) (int64, error) {
+	qs := e.runQueues()
+	cmds, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, q := range qs {
+			p.LLen(ctx, asynqwire.Keys{Queue: q}.Pending())
+		}
+		return nil
+	})
+	var n int64
+	for _, c := range cmds {
+		n += c.(*redis.IntCmd).Val()
+	}
+	return n, err
+}
+
+// countRuns is countQueue summed over the run queues.
+func (e *env) countRuns(ctx context.Context) (queueCounts, error) {
+	var sum queueCounts
+	for _, q := range e.runQueues() {
+		c, err := countQueue(ctx, e.rdb, q)
+		if err != nil {
+			return sum, err
+		}
+		sum.pending += c.pending
+		sum.active += c.active
+		sum.scheduled += c.scheduled
+		sum.retry += c.retry
+		sum.archived += c.archived
+		sum.completed += c.completed
+	}
+	return sum, nil
+}
+
 // newStore opens the schedule store the way the chronos processes do, with
 // the lookahead they will run with (it decides the due score of "allow"
 // schedules at registration).
@@ -297,15 +341,15 @@ func forEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i
 	return ctx.Err()
 }
 
-// taskExists checks in pipelined batches which of keys have an asynq task
-// in q, and returns how many do.
-func tasksPresent(ctx context.Context, rdb *redis.Client, q string, keys []string) (int, error) {
+// tasksPresent checks in pipelined batches which of the asynq task keys
+// exist, and returns how many do.
+func tasksPresent(ctx context.Context, rdb *redis.Client, keys []string) (int, error) {
 	found := 0
 	for start := 0; start < len(keys); start += 2000 {
 		end := min(start+2000, len(keys))
 		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[start:end] {
-				p.Exists(ctx, asynqwire.Keys{Queue: q}.Task(k))
+				p.Exists(ctx, k)
 			}
 			return nil
 		})

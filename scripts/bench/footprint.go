@@ -138,7 +138,7 @@ func writeRuns(ctx context.Context, e *env, store *queue.Store, runs int) (writt
 				}
 			}
 			withTasks := usedMemory(ctx, e.rdb)
-			if err := deleteTasks(ctx, e, runQueue, keys); err != nil {
+			if err := deleteTasks(ctx, e, queue.ShardQueue(runQueue, sh), keys); err != nil {
 				return 0, 0, err
 			}
 			if first {

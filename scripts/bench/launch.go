@@ -86,7 +86,7 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	if err != nil {
 		return nil, fmt.Errorf("pre-fill: %w", err)
 	}
-	c, err := countQueue(ctx, e.rdb, runQueue)
+	c, err := e.countRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +105,10 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	// The queue is paused while the launchers start, so that none drains
 	// runs before the others are up and the meters run.
 	insp := asynq.NewInspectorFromRedisClient(e.rdb)
-	if err := insp.PauseQueue(runQueue); err != nil {
-		return nil, fmt.Errorf("pause the run queue: %w", err)
+	for _, q := range e.runQueues() {
+		if err := insp.PauseQueue(q); err != nil {
+			return nil, fmt.Errorf("pause the run queue %s: %w", q, err)
+		}
 	}
 	ps := make([]*proc, launchers)
 	defer func() { stopAll(ps) }()
@@ -124,11 +126,13 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 		return nil, err
 	}
 	cpu0, rm := cpuOf(ps), startRedisMeter(ctx, e.rdb)
-	if err := insp.UnpauseQueue(runQueue); err != nil {
-		return nil, fmt.Errorf("unpause the run queue: %w", err)
+	for _, q := range e.runQueues() {
+		if err := insp.UnpauseQueue(q); err != nil {
+			return nil, fmt.Errorf("unpause the run queue %s: %w", q, err)
+		}
 	}
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		c, err := countQueue(ctx, e.rdb, runQueue)
+		c, err := e.countRuns(ctx)
 		return c.completed + c.retry + c.archived, err
 	}, int64(n), 20*time.Millisecond, time.Now().Add(30*time.Second+time.Duration(n/200)*time.Second))
 	redisSpent, cmds := rm.since(ctx, e.rdb)

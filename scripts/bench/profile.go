@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/queue"
-	"github.com/chronos-sched/chronos/queue/asynqwire"
 	"github.com/chronos-sched/chronos/scheduler"
 )
 
@@ -107,7 +106,7 @@ func (b *bench) profile(ctx context.Context, n int) (*profileResult, error) {
 		return nil, err
 	}
 	samples := pollCount(ctx, func(ctx context.Context) (int64, error) {
-		return e.rdb.LLen(ctx, asynqwire.Keys{Queue: runQueue}.Pending()).Result()
+		return e.pendingRuns(ctx)
 	}, int64(n), 2*time.Millisecond, due.Add(20*time.Second+time.Duration(n/2000)*time.Second))
 	pprof.StopCPUProfile()
 	res.window = time.Since(t0)

@@ -77,7 +77,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 
 	// Enqueue times: the first HSET of each asynq task hash, seen through
 	// keyspace notifications (Redis runs them inside the enqueue script).
-	enq, stopWatch, err := watchTaskHashes(ctx, e.rdb, runQueue)
+	enq, stopWatch, err := watchTaskHashes(ctx, e.rdb, e.runQueues())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (b *bench) steady(ctx context.Context) (*steadyResult, error) {
 		return nil, fmt.Errorf("verify steady runs: %w", err)
 	}
 	res.schedOK, res.runs = int(schedOK.Load()), runsTotal.Load()
-	c, err := countQueue(ctx, e.rdb, runQueue)
+	c, err := e.countRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (t *timeMap) get(k string, i int) (time.Time, bool) {
 // ahead, else dequeued), through keyevent notifications for hash commands,
 // which Redis sends as each script ends. stop restores the
 // notification setting.
-func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap, func(), error) {
+func watchTaskHashes(ctx context.Context, rdb *redis.Client, qs []string) (*timeMap, func(), error) {
 	if err := rdb.ConfigSet(ctx, "notify-keyspace-events", "Eh").Err(); err != nil {
 		return nil, nil, fmt.Errorf("enable keyspace notifications: %w", err)
 	}
@@ -273,7 +273,10 @@ func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap
 		return nil, nil, fmt.Errorf("subscribe to hset events: %w", err)
 	}
 	tm := &timeMap{m: map[string][]time.Time{}}
-	prefix := asynqwire.Keys{Queue: q}.TaskPrefix()
+	prefixes := make([]string, len(qs))
+	for i, q := range qs {
+		prefixes[i] = asynqwire.Keys{Queue: q}.TaskPrefix()
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -283,8 +286,11 @@ func watchTaskHashes(ctx context.Context, rdb *redis.Client, q string) (*timeMap
 			if err != nil {
 				return
 			}
-			if id, ok := strings.CutPrefix(msg.Payload, prefix); ok {
-				tm.seen(id, time.Now())
+			for _, prefix := range prefixes {
+				if id, ok := strings.CutPrefix(msg.Payload, prefix); ok {
+					tm.seen(id, time.Now())
+					break
+				}
 			}
 		}
 	}()

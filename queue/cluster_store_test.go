@@ -165,7 +165,7 @@ func TestStoreOnRedisCluster(t *testing.T) {
 		_, err = store.LauncherHeartbeat(ctx, "l1", time.Millisecond, methodNow, time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, store.Leave(ctx, "r1"))
-		lease, err := store.NewLeases(5 * time.Second).TryAcquire(ctx, 3)
+		lease, err := store.NewLeases(5*time.Second).TryAcquire(ctx, 3)
 		require.NoError(t, err)
 		require.NotNil(t, lease)
 		require.NoError(t, store.CheckWritable(ctx))

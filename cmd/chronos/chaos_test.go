@@ -68,7 +68,7 @@ const (
 // purpose, not through queue.Store, so that a bug in the store's readers
 // cannot hide a lost or duplicated run from the audit.
 var (
-	runKeyRE  = regexp.MustCompile(`^chronos:\{s(\d+)\}:run:([0-9a-f]{64})$`)
+	runKeyRE = regexp.MustCompile(`^chronos:\{s(\d+)\}:run:([0-9a-f]{64})$`)
 	// taskKeyRE reads a run task's key in a shard's run queue
 	// (queue.ShardQueue): asynq:{sNN}chronos}:t:<key>.
 	taskKeyRE = regexp.MustCompile(`^asynq:\{s\d+\}` + chaosQueue + `\}:t:(.+)$`)

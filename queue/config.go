@@ -16,7 +16,7 @@ const (
 	// TaskRetentionDefault is how long asynq keeps a finished task, and so
 	// how long its TaskID keeps rejecting a second enqueue of the same run.
 	TaskRetentionDefault = 24 * time.Hour
-	// QueueNameDefault is the asynq queue runs go to.
+	// QueueNameDefault is the base of the run queues' names (ShardQueue).
 	QueueNameDefault = "chronos"
 	// LookaheadDefault is how far ahead "allow" schedules are enqueued.
 	LookaheadDefault = 60 * time.Second
@@ -53,7 +53,9 @@ type Config struct {
 	// TaskRetention is how long asynq keeps finished tasks (dedup horizon).
 	// Default TaskRetentionDefault.
 	TaskRetention time.Duration
-	// QueueName is the asynq queue of run tasks. Default QueueNameDefault.
+	// QueueName is the base of the names of the shards' asynq run queues
+	// (ShardQueue), and the name of the single run queue of earlier
+	// versions, which launchers drain. Default QueueNameDefault.
 	QueueName string
 	// TaskMaxRetry is asynq's retry count for a run task. Default
 	// TaskMaxRetryDefault; NoRetry for none.

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down test-topologies
+.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down test-topologies test-failover
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
 ## The shell execs the built binary instead of `go run`, whose child would
@@ -43,6 +43,17 @@ TOPOLOGY_PKGS ?= ./queue/... ./scheduler/... ./launcher/...
 test-topologies:
 	CHRONOS_TEST_TOPOLOGY=sentinel $(GO) test -count=1 -timeout 30m $(TOPOLOGY_PKGS)
 	CHRONOS_TEST_TOPOLOGY=cluster $(GO) test -count=1 -timeout 30m $(TOPOLOGY_PKGS)
+
+## test-failover: the failover chaos test (cmd/chronos/failover_chaos_test.go)
+## on Sentinel, then on Cluster: a master killed under load, its replica
+## promoted, 0 planned runs lost; prints the FAILOVER lines of what it cost
+## (the whole log in $TMPDIR/chronos-failover-<topology>.log).
+test-failover:
+	@for topo in sentinel cluster; do \
+	  log=$${TMPDIR:-/tmp}/chronos-failover-$$topo.log; \
+	  CHRONOS_TEST_TOPOLOGY=$$topo $(GO) test -count=1 -timeout 20m -run '^TestChaosFailover$$' -v ./cmd/chronos/ >$$log 2>&1; s=$$?; \
+	  grep -E 'FAILOVER|^(--- |ok|FAIL)' $$log; [ $$s = 0 ] || exit $$s; \
+	done
 
 ## bench: micro-benchmarks of the engine, then the load harness (scripts/bench;
 ## BENCH_FLAGS=-quick for a short run, -million for 1M schedules).

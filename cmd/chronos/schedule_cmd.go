@@ -529,7 +529,11 @@ func (c *ScheduleResumeCmd) Run(ctx context.Context, env *Env) error {
 
 // setPaused posts a pause or resume and prints the schedule's state.
 func setPaused(ctx context.Context, env *Env, c apiConn, id string, body map[string]any) error {
-	var v api.ScheduleView
+	var v struct {
+		api.ScheduleView
+		// Replayed counts the runs a resume with catchup replay created.
+		Replayed *int `json:"replayed"`
+	}
 	b, err := c.client().callJSON(ctx, http.MethodPost, "/schedules/pause", body, &v)
 	if err != nil {
 		return scheduleNotFound(err, id)
@@ -540,6 +544,9 @@ func setPaused(ctx context.Context, env *Env, c apiConn, id string, body map[str
 	line := fmt.Sprintf("Schedule %s is %s", v.ID, v.State)
 	if v.NextRunAt != nil {
 		line += ", next run " + localTime(v.NextRunAt, v.Timezone)
+	}
+	if v.Replayed != nil {
+		line += fmt.Sprintf("; %d runs missed while paused replayed", *v.Replayed)
 	}
 	_, err = fmt.Fprintln(env.Stdout, line)
 	return err

@@ -87,3 +87,50 @@ func (s *server) backfillSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, BackfillResponse{ScheduleID: id, From: b.From.UTC(), To: b.To.UTC(), DryRun: b.DryRun,
 		Created: res.Created, Runs: append([]queue.BackfillRun{}, res.Runs...)})
 }
+
+// Resume choices of POST /schedules/pause's catchup.
+const (
+	// CatchupSkip resumes at the next fire time after now: the paused
+	// time is not caught up.
+	CatchupSkip = "skip"
+	// CatchupReplay enqueues the runs planned while paused, as a backfill
+	// of paused_at to now does, then resumes.
+	CatchupReplay = "replay"
+)
+
+// PauseResponse is the body of POST /schedules/pause: the schedule, and
+// after a resume with catchup replay how many runs it enqueued.
+type PauseResponse struct {
+	ScheduleView
+	Replayed *int `json:"replayed,omitempty"`
+}
+
+// pauseChange reads POST /schedules/pause's note (a pause's) and catchup
+// (a resume's: skip or replay).
+func (s *server) pauseChange(o object, paused *bool) (queue.PauseChange, error) {
+	var errs model.FieldErrors
+	note := keep[string](&errs)(o.str("note"))
+	errs.Add(model.ValidateText("note", note))
+	catchup := keep[string](&errs)(o.str("catchup"))
+	c := queue.PauseChange{Note: note}
+	if paused == nil {
+		return c, errs.Err()
+	}
+	c.Paused = *paused
+	switch {
+	case c.Paused && catchup != "":
+		errs.Add(fieldError("catchup", "applies to a resume (paused false) only"))
+	case !c.Paused && note != "":
+		errs.Add(fieldError("note", "applies to a pause (paused true) only"))
+	}
+	switch catchup {
+	case "", CatchupSkip:
+	case CatchupReplay:
+		if !c.Paused {
+			c.Replay = &queue.Backfill{MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate}
+		}
+	default:
+		errs.Add(fieldError("catchup", "must be skip or replay, got %q", catchup))
+	}
+	return c, errs.Err()
+}

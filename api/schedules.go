@@ -138,7 +138,7 @@ func newScheduleID() string {
 // upsertFields are the fields POST /schedules/upsert takes.
 var upsertFields = []string{"schedule_id", "workflow_id", "version", "user_id", "kind", "cron_expr", "timezone",
 	"dialect", "delay_seconds", "fire_at", "every_seconds", "start_at", "end_at", "jitter_ms", "overlap_policy",
-	"catchup_policy", "dst_policy", "paused"}
+	"catchup_policy", "dst_policy", "paused", "pause_after_failures"}
 
 // scheduleFromBody builds and validates the record an upsert asks for,
 // applying the configured defaults, and the paused state it sets (nil:
@@ -186,6 +186,13 @@ func (s *server) scheduleFromBody(ctx context.Context, o object) (*model.Schedul
 	rec.CatchupPolicy = cmp.Or(model.CatchupPolicy(str(o.str("catchup_policy"))), s.kindDefaultCatchup(rec.Kind))
 	rec.DSTPolicy = keep[model.DSTPolicy](&errs)(o.dstPolicy())
 	paused := keep[*bool](&errs)(o.boolean("paused"))
+	if n := keep[*int64](&errs)(o.integer("pause_after_failures")); n != nil {
+		if *n < 0 || *n > model.MaxPauseAfterFailures {
+			errs.Add(fieldError("pause_after_failures", "must be between 0 (never) and %d", model.MaxPauseAfterFailures))
+		} else {
+			rec.PauseAfterFailures = int(*n)
+		}
+	}
 	if verr := rec.Validate(); rec.Kind == model.KindOnce && rec.FireAt == nil {
 		errs.Add(withoutField(verr, "fire_at"))
 	} else {
@@ -251,20 +258,31 @@ func (s *server) pauseSchedule(c echo.Context) error {
 		return err
 	}
 	var errs model.FieldErrors
-	errs.Add(o.unknown("schedule_id", "paused"))
+	errs.Add(o.unknown("schedule_id", "paused", "note", "catchup"))
 	id := keep[string](&errs)(requireID(o, "schedule_id"))
 	paused := keep[*bool](&errs)(o.boolean("paused"))
 	if paused == nil && !errs.Has("paused") {
 		errs.Add(fieldError("paused", "is required"))
 	}
+	change, err := s.pauseChange(o, paused)
+	errs.Add(err)
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	rec, err := s.store.SetPaused(c.Request().Context(), id, *paused)
+	ctx := c.Request().Context()
+	rec, replayed, err := s.store.ChangePause(ctx, id, change)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, view(rec))
+	res := PauseResponse{ScheduleView: view(rec)}
+	if replayed != nil {
+		res.Replayed = &replayed.Created
+		if replayed.Created > 0 {
+			s.log.InfoContext(ctx, "schedule resumed with its paused time replayed",
+				slog.String("schedule_id", id), slog.Int("created", replayed.Created))
+		}
+	}
+	return c.JSON(http.StatusOK, res)
 }
 
 // deleteSchedule removes a schedule: DELETE /schedules/:id.

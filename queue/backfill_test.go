@@ -238,4 +238,3 @@ func TestBackfillBeforeAFullHistoryCreatesNothing(t *testing.T) {
 	require.Zero(t, older.Created)
 	require.Equal(t, map[queue.BackfillOutcome]int{queue.BackfillBeforeHistory: 2, queue.BackfillExists: 1}, outcomes(older))
 }
-

@@ -290,10 +290,17 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 // model.ReasonRunTimeout) and releases their schedules; it returns the
 // failed runs' keys.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
-	keys, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason, s.queue(shard).Keys().TaskPrefix(), string(model.ReasonRunTimeout)).StringSlice()
+	res, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
+		shardPrefix(shard), ms(now), limit, reason, s.queue(shard).Keys().TaskPrefix(), string(model.ReasonRunTimeout)).Slice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
+	}
+	var keys []string
+	if len(res) == 2 {
+		keys = stringsOf(res[0])
+		for _, id := range stringsOf(res[1]) {
+			s.logAutoPaused(ctx, "", AutoPaused{ScheduleID: id, Error: reason})
+		}
 	}
 	s.ledger.count(model.ReasonRunTimeout, len(keys))
 	return keys, nil

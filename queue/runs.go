@@ -317,6 +317,10 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUp
 	case code == statusChanged && (u.Status == model.RunSkipped || u.Status == model.RunFailed):
 		s.ledger.countStatus(u.Status, u.Reason)
 	}
+	if len(res) > 2 { // the run's end paused its schedule (autopause.lua)
+		n, _ := res[2].(int64)
+		s.noteAutoPaused(ctx, sh, key, int(n))
+	}
 	return nil
 }
 

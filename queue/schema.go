@@ -78,6 +78,9 @@ const (
 	backfillStale    = -2 // the definition changed since the times were computed
 	backfillPaused   = -3 // the schedule is paused
 
+	replayKept      = 0 // forget_replay.lua: another replay is pending, kept
+	replayForgotten = 1 // forget_replay.lua: forgotten
+
 	runTaken         = "t" // a manual run or a live task holds the key: not written (backfill.lua), or written SKIPPED, reasonManualKeyTaken (commit.lua)
 	runBeforeHistory = "h" // not written: older than the oldest record of a full history
 
@@ -330,6 +333,7 @@ var luaNames = []struct {
 	{"sfPausedNote", sfPausedNote}, {"sfPausedAt", sfPausedAt}, {"sfReplay", sfReplay}, {"pausedManual", pausedManual},
 	{"pausedFailures", pausedFailures}, {"segAutoPaused", segAutoPaused}, {"srcBackfill", srcBackfill},
 	{"backfillNotFound", backfillNotFound}, {"backfillStale", backfillStale}, {"backfillPaused", backfillPaused},
+	{"replayKept", replayKept}, {"replayForgotten", replayForgotten},
 	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"backfillHeaderKeys", backfillHeaderKeys},
 	{"backfillRunKeys", backfillRunKeys}, {"backfillHeaderArgs", backfillHeaderArgs}, {"backfillRunArgs", backfillRunArgs},
 }

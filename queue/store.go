@@ -302,23 +302,38 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 // fire time after now: paused time is not caught up. An agent's alarm is
 // ErrNotFound: its owner cancels it.
 func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (*model.ScheduleRecord, error) {
+	rec, _, err := s.ChangePause(ctx, id, PauseChange{Paused: paused})
+	return rec, err
+}
+
+// ChangePause pauses or resumes a schedule as c says (SetPaused with a
+// note, or a resume's replay: see PauseChange). The replay's answer is
+// nil unless c.Replay.
+func (s *Store) ChangePause(ctx context.Context, id string, c PauseChange) (*model.ScheduleRecord, *BackfillResult, error) {
 	// Resuming computes the next time from the definition read first; an
 	// upsert in between would leave the new definition with the old one's
 	// next time, so the script checks the version and a change is retried.
 	for range setPausedTries {
-		res, err := s.setPaused(ctx, id, paused)
+		res, err := s.setPaused(ctx, id, c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch res {
 		case pauseNotFound:
-			return nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+			return nil, nil, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 		case pauseStale:
 			continue
 		}
-		return s.GetSchedule(ctx, id)
+		var replayed *BackfillResult
+		if !c.Paused && c.Replay != nil {
+			if replayed, err = s.replay(ctx, id, *c.Replay); err != nil {
+				return nil, nil, err
+			}
+		}
+		rec, err := s.GetSchedule(ctx, id)
+		return rec, replayed, err
 	}
-	return nil, fmt.Errorf("schedule %s changed %d times while it was being resumed: %w", id, setPausedTries, ErrConflict)
+	return nil, nil, fmt.Errorf("schedule %s changed %d times while it was being resumed: %w", id, setPausedTries, ErrConflict)
 }
 
 // setPausedTries bounds SetPaused's retries when upserts keep changing the
@@ -327,7 +342,8 @@ const setPausedTries = 10
 
 // setPaused runs the pause script once and returns its answer
 // (pauseNotFound, pauseStale, pauseSame or pauseChanged).
-func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, error) {
+func (s *Store) setPaused(ctx context.Context, id string, c PauseChange) (int, error) {
+	paused := c.Paused
 	sh := s.shard(id)
 	h, err := s.rdb.HGetAll(ctx, scheduleKey(sh, id)).Result()
 	if err != nil {
@@ -340,8 +356,13 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 	if err != nil {
 		return 0, err
 	}
-	nextMS, score := "", "+inf"
+	nextMS, score, replay := "", "+inf", ""
 	now := s.clock.Now()
+	if !paused && c.Replay != nil && rec.Paused {
+		if replay, err = replayRange(rec, now, c.Replay.MaxRuns); err != nil {
+			return 0, err
+		}
+	}
 	if !paused {
 		sched, err := rec.Compile()
 		if err != nil {
@@ -355,7 +376,7 @@ func (s *Store) setPaused(ctx context.Context, id string, paused bool) (int, err
 	q := s.queue(sh).Keys()
 	v, err := pauseScript.Run(ctx, s.rdb,
 		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()},
-		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix()).Result()
+		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix(), cut(c.Note, model.MaxRunErrorLen), replay).Result()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}

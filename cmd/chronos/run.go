@@ -94,13 +94,13 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if err != nil {
 		return err
 	}
-	store, err := pr.openStore(ctx, rdb, p)
+	store, err := pr.openStore(ctx, rdb, p, logger)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		store.Tasks().Collector())
+		store.Tasks().Collector(), store.AutoPausedCollector())
 	e, err := newHandler(store, rdb, p, acc, logger, reg, ctx.Done()) // /readyz is 503 once ctx ends
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func (pr *process) openRedis(ctx context.Context, p processSpec, logger *slog.Lo
 
 // openStore starts the shared clock (Redis's TIME, kept in sync) and
 // opens the schedule store on it.
-func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p processSpec) (*queue.Store, error) {
+func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p processSpec, logger *slog.Logger) (*queue.Store, error) {
 	clock := queue.NewRedisClock(rdb)
 	if err := clock.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("read Redis TIME: %w", err)
@@ -198,7 +198,9 @@ func (pr *process) openStore(ctx context.Context, rdb redis.UniversalClient, p p
 	clockCtx, stopClock := context.WithCancel(context.WithoutCancel(ctx))
 	pr.onClose(stopClock)
 	go clock.RunSync(clockCtx, 10*time.Second)
-	store, err := queue.NewStore(ctx, rdb, clock, storeConfig(p.common))
+	cfg := storeConfig(p.common)
+	cfg.Logger = logger
+	store, err := queue.NewStore(ctx, rdb, clock, cfg)
 	return store, inSettings(err)
 }
 

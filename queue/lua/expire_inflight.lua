@@ -9,9 +9,10 @@
 -- ARGV[4] -> error to record
 -- ARGV[5] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- ARGV[6] -> reason to record (model.ReasonRunTimeout)
--- Output: idempotency keys marked FAILED
+-- Output: {idempotency keys marked FAILED, ids of the schedules that
+-- paused themselves (autopause.lua)}
 local pfx, now, limit, errText, tpfx, rsn = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
-local out = {}
+local out, paused = {}, {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
   local skey = pfx .. segSched .. id
   local inflight = redis.call('HGET', skey, sfInflight)
@@ -21,6 +22,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0
     if st == stEnqueued or st == stStarted then
       run_end(rkey, stFailed, errText, now, rsn)
       alarm_run_ended(skey, stFailed, errText, now, false)
+      if autopause_run_ended(skey, KEYS[1], id, stFailed, errText, now) then
+        paused[#paused + 1] = id
+      end
       out[#out + 1] = inflight
     end
     -- One a launcher holds (run_launching) was being started, as one
@@ -31,4 +35,4 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0
     redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
   end
 end
-return out
+return {out, paused}

@@ -17,19 +17,30 @@
 --            run of the schedule's new next time fires (see DueSchedule)
 -- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
 -- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[9] -> on pause: the caller's note ("" = none), kept with why
+--            (pausedManual) and when until the resume
+-- ARGV[10] -> on resume: the paused time to replay, "from:to" ms ("" =
+--            none), kept (sfReplay) until its runs are enqueued
+--            (Store.Resume); resuming clears the failure streak
+--            (autopause.lua)
 -- Output: pauseNotFound, pauseStale (the definition changed since: read
 -- it again), pauseSame (already in that state) or pauseChanged; a pause
 -- answers {pauseChanged, the runs it recorded SKIPPED (reasonPaused)}. An
 -- agent's alarm is not the registrar's to pause: it is not found.
-local id, pause, nextAt, score, ver, now, rpfx, tpfx =
-  ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local id, pause, nextAt, score, ver, now, rpfx, tpfx, note, replay =
+  ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return pauseNotFound
 end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
 if pause then
   if st[1] then return pauseSame end
-  redis.call('HSET', KEYS[1], sfPaused, flagSet)
+  redis.call('HSET', KEYS[1], sfPaused, flagSet, sfPausedWhy, pausedManual, sfPausedAt, now)
+  if note ~= '' then
+    redis.call('HSET', KEYS[1], sfPausedNote, note)
+  else
+    redis.call('HDEL', KEYS[1], sfPausedNote)
+  end
   redis.call('ZADD', KEYS[2], '+inf', id)
   -- A run in flight that settles never ran: the schedule is freed of it
   -- as a launcher skipping it would (release.lua, paused: the hold is
@@ -45,6 +56,10 @@ end
 if not st[1] then return pauseSame end
 if (st[3] or '') ~= ver then return pauseStale end
 redis.call('HDEL', KEYS[1], sfPaused, sfReleased) -- next is a new time: not one released
+redis.call('HDEL', KEYS[1], sfPausedWhy, sfPausedNote, sfPausedAt, sfFailStreak)
+if replay ~= '' then
+  redis.call('HSET', KEYS[1], sfReplay, replay)
+end
 redis.call('HSET', KEYS[1], sfResumed, now)
 if nextAt == '' then
   redis.call('HDEL', KEYS[1], sfNext)

@@ -27,7 +27,8 @@
 -- ARGV[10] -> reason of a SKIPPED or FAILED run (model.RunReason; "" =
 --            none)
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
--- ARGV[7]); {statusChanged, new}
+-- ARGV[7]); {statusChanged, new}, and a third element, the streak of
+-- FAILED runs, when the run's end paused its schedule (autopause.lua)
 local pfx, key, status, execID, errText, now, from, rule, failedCall, rsn =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet, ARGV[10]
 local st = redis.call('HGET', KEYS[1], rfStatus)
@@ -47,11 +48,13 @@ end
 if rsn ~= '' then
   redis.call('HSET', KEYS[1], rfReason, rsn)
 end
+local paused = nil
 if run_is_final(status) then
   local id = redis.call('HGET', KEYS[1], rfSchedule)
   if id and id ~= '' then
     local skey = pfx .. segSched .. id
     alarm_run_ended(skey, status, redis.call('HGET', KEYS[1], rfError) or '', now, failedCall)
+    paused = autopause_run_ended(skey, KEYS[2], id, status, redis.call('HGET', KEYS[1], rfError) or '', now)
     if redis.call('HGET', skey, sfInflight) == key then
       local did
       if rule == releaseAbandoned then
@@ -66,5 +69,8 @@ if run_is_final(status) then
       end
     end
   end
+end
+if paused then
+  return {statusChanged, status, paused}
 end
 return {statusChanged, status}

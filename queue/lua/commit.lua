@@ -136,12 +136,12 @@ local function write_run(p, run, hkey)
     local t = takenSeen[run.key]
     if t == nil then
       -- taken(run.key), from what is known: found counts the mark.
-      local live, state = false, nil
+      local live, state = false, false -- state: false when no task (Redis's nil)
       if found == 0 then
         live, state = task_live(tkey)
       end
       t = found > 0 or live or false
-      takenSeen[run.key], noTask = t, not t and state == nil
+      takenSeen[run.key], noTask = t, not t and not state
     end
     if t then
       st, err, mark, rsn = stSkipped, takenErr, runTaken, reasonManualKeyTaken

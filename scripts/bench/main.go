@@ -212,9 +212,10 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 	case "warm":
 		for _, n := range cfg.warmSizes {
 			// The runs are known ahead: the scheduler writes them to
-			// asynq's scheduled set in the settle time, at most
-			// about 10k a second on this machine, before the due second.
-			settle := cfg.settle + time.Duration(n/8000)*time.Second
+			// asynq's scheduled set in the settle time, before the due
+			// second. Allow 2,000 a second (a loaded hour), up to the
+			// lookahead itself: runs are known no earlier.
+			settle := min(lookaheadDefault, cfg.settle+time.Duration(n/2000)*time.Second)
 			r, err := b.burst(ctx, burstOpts{n: n, replicas: 1, settle: settle, verify: true, warm: true})
 			if err != nil {
 				return fmt.Errorf("%d: %w", n, err)

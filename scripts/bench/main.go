@@ -302,7 +302,7 @@ func parseFlags(args []string) (config, error) {
 
 	peerSizes := fs.String("peer-sizes", "10000,100000", "peer: asynq.Scheduler entries")
 	fs.StringVar(&cfg.peerSpec, "peer-spec", "* * * * *", "peer: cron spec of every asynq.Scheduler entry (robfig standard parser)")
-	fs.DurationVar(&cfg.peerWait, "peer-wait", 45*time.Second, "peer: how long after the boundary to wait for all enqueues")
+	fs.DurationVar(&cfg.peerWait, "peer-wait", 45*time.Second, "peer: how long after the boundary to wait for all enqueues, plus a second per 1,000 entries")
 
 	fs.IntVar(&cfg.steadyN, "steady-n", 10000, "steady: schedules")
 	fs.DurationVar(&cfg.steadyPeriod, "steady-period", time.Minute, "steady: the schedules' period (1m = `* * * * *`)")

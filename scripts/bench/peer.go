@@ -82,7 +82,9 @@ func (b *bench) peer(ctx context.Context, n, replicas int, spec string) (*peerRe
 	if err != nil {
 		return nil, fmt.Errorf("peer spec %q: %w", spec, err)
 	}
-	wait := b.cfg.peerWait
+	// A second per 1,000 entries more: on a loaded hour asynq's Scheduler
+	// enqueues about 1,000 a second, and it stops waiting once all are in.
+	wait := b.cfg.peerWait + time.Duration(n/1000)*time.Second
 	children := make([]*proc, replicas)
 	defer func() { stopAll(children) }()
 	for i := range children {

@@ -23,6 +23,7 @@ image:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -run 'Oracle' ./model/
 
 ## redis-cluster: a local Redis Cluster (3 masters, 3 replicas) on free
 ## loopback ports; prints the REDIS_URL line to eval. redis-cluster-down

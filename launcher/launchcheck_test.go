@@ -138,13 +138,13 @@ func TestLaunchGrace(t *testing.T) {
 		b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(10*time.Minute)), K)
 		b.tick(t, sched)
 		b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(50*time.Minute)), S)
-		// The runs it dropped have one record, the last one's
-		// (docs/ledger.md), and no task.
+		// The runs it dropped have one record, at the last one's time
+		// under a key of its own (docs/ledger.md), and no task.
 		for _, m := range []time.Duration{20, 30} {
 			_, _, err := b.store.GetRun(ctx, model.IdempotencyKey("latest-queue", start.Add(m*time.Minute)))
 			require.ErrorIs(t, err, queue.ErrNotFound, "00:%d", m)
 		}
-		dropped := b.waitStatus(t, model.IdempotencyKey("latest-queue", start.Add(40*time.Minute)), K)
+		dropped := b.waitStatus(t, model.CatchupDroppedKey("latest-queue", start.Add(40*time.Minute)), K)
 		require.Equal(t, model.ReasonCatchupDropped, dropped.Reason)
 		requireCount(t, l.metrics.skippedLate, 10.0)
 		ex.mu.Lock()

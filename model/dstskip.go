@@ -19,6 +19,20 @@ func DSTSkippedKey(scheduleID string, gapEnd time.Time) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// CatchupDroppedKey is the key of the ledger's record of the missed runs
+// a catch-up dropped for a schedule: hex(sha256("catchup_dropped" NUL
+// scheduleID NUL epoch_seconds(last))), last being the last run dropped.
+// The record has a key of its own, never a run's: the runs it stands for
+// keep their IdempotencyKeys free, so a backfill of the outage creates
+// them and a run planned before under one is never ended by it.
+// Replicas that plan the same drop write the same record. Identifiers
+// hold no NUL, so it is never a run's IdempotencyKey, a ManualRunKey or
+// a DSTSkippedKey.
+func CatchupDroppedKey(scheduleID string, last time.Time) string {
+	sum := sha256.Sum256([]byte("catchup_dropped\x00" + scheduleID + "\x00" + strconv.FormatInt(last.Unix(), 10)))
+	return hex.EncodeToString(sum[:])
+}
+
 // DSTGap is a spring-forward gap whose local times a cron expression
 // matches.
 type DSTGap struct {

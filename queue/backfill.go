@@ -169,8 +169,7 @@ func errBackfillPaused(id string) error {
 	return fmt.Errorf("schedule %s is paused: resume it first (resume with catchup replay enqueues the runs its pause missed): %w", id, ErrConflict)
 }
 
-// readBackfillRuns marks the runs whose records exist BackfillExists
-// (but a catch-up's drop record, which the run replaces),
+// readBackfillRuns marks the runs whose records exist BackfillExists,
 // with their status and source. With dryRun it marks the others as
 // backfill.lua would decide now: BackfillKeyTaken, BackfillBeforeHistory
 // or BackfillWouldCreate; else it leaves them to the script.
@@ -186,7 +185,7 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 	var oldest *redis.ZSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range runs {
-			recs[i] = p.HMGet(ctx, runKey(sh, r.IdempotencyKey), rfStatus, rfSource, rfReason)
+			recs[i] = p.HMGet(ctx, runKey(sh, r.IdempotencyKey), rfStatus, rfSource)
 			if dryRun {
 				marks[i] = p.Exists(ctx, manualKeyPrefix(sh)+r.IdempotencyKey)
 				tasks[i] = p.HGet(ctx, q.TaskPrefix()+r.IdempotencyKey, taskState)
@@ -205,12 +204,9 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 	}
 	for i := range runs {
 		r := &runs[i]
-		if v := recs[i].Val(); len(v) == 3 {
+		if v := recs[i].Val(); len(v) == 2 {
 			st, _ := v[0].(string)
-			reason, _ := v[2].(string)
-			// A catch-up's drop record holds its last dropped run's key:
-			// backfill.lua replaces it with the run.
-			if st != "" && !(st == stSkipped && reason == reasonCatchupDropped) {
+			if st != "" {
 				src, _ := v[1].(string)
 				r.Outcome, r.Status, r.Source = BackfillExists, model.RunStatus(st), model.RunSource(src)
 				continue

@@ -14,9 +14,9 @@ import (
 )
 
 // After an outage, catch-up none drops the missed runs and writes one
-// record of them under the last one's key; a backfill of the outage
-// replays every missed run, that one included, and a second backfill
-// creates nothing.
+// record of them under a key of its own; a backfill of the outage
+// replays every missed run, the last one included, keeps the record, and
+// a second backfill creates nothing.
 func TestBackfillReplaysTheRunsACatchupDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -32,6 +32,7 @@ func TestBackfillReplaysTheRunsACatchupDropped(t *testing.T) {
 	require.Len(t, runs, 1, "one record of the runs dropped")
 	require.Equal(t, model.ReasonCatchupDropped, runs[0].Reason)
 	require.Equal(t, bfT0.Add(5*time.Hour), runs[0].RunAt)
+	require.Equal(t, model.CatchupDroppedKey("outage", bfT0.Add(5*time.Hour)), runs[0].IdempotencyKey, "a key of its own")
 
 	bf := queue.Backfill{ScheduleID: "outage", From: bfT0.Add(time.Hour), To: bfT0.Add(5*time.Hour + time.Minute)}
 	dry := bf
@@ -40,8 +41,15 @@ func TestBackfillReplaysTheRunsACatchupDropped(t *testing.T) {
 
 	res := b.backfill(t, bf)
 	require.Equal(t, 5, res.Created)
-	for _, r := range queuetest.RequireRuns(t, b.store, "outage", "", hours(bfT0.Add(time.Hour), 5)...) {
+	all := queuetest.RequireRuns(t, b.store, "outage", "", append(hours(bfT0.Add(time.Hour), 5), hours(bfT0.Add(5*time.Hour), 1)...)...)
+	for _, r := range all {
+		if r.IdempotencyKey == runs[0].IdempotencyKey {
+			require.Equal(t, model.ReasonCatchupDropped, r.Reason, "the record of the drop stays")
+			continue
+		}
+		require.Equal(t, model.IdempotencyKey("outage", r.RunAt), r.IdempotencyKey)
 		require.Equal(t, model.RunEnqueued, r.Status, "run at %s", r.RunAt)
+		require.Equal(t, model.SourceBackfill, r.Source)
 		require.Empty(t, r.Reason)
 		require.Empty(t, r.Error)
 	}

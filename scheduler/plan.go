@@ -87,19 +87,20 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 // first to last (zero: none).
 type dropWindow struct{ first, last time.Time }
 
-// dropRecord is the ledger's record of a drop window: one SKIPPED run,
-// the last one dropped, reason catchup_dropped, whose error names the
+// dropRecord is the ledger's record of a drop window: one SKIPPED record
+// at the last run dropped, reason catchup_dropped, whose error names the
 // window. One record per catch-up, however many runs it dropped (an
 // outage can miss millions): the run history stays bounded
-// (docs/ledger.md). It is a record only: commit.lua never lets it end a
-// run planned before.
+// (docs/ledger.md). It has a key of its own (model.CatchupDroppedKey),
+// no run's: the dropped runs' keys stay free for a backfill, and the
+// record never meets a run planned before.
 func (sp *schedPlan) dropRecord(w dropWindow) queue.PlannedRun {
 	what := "the run at " + w.last.UTC().Format(time.RFC3339) + " was"
 	if !w.first.Equal(w.last) {
 		what = fmt.Sprintf("the runs from %s to %s were", w.first.UTC().Format(time.RFC3339), w.last.UTC().Format(time.RFC3339))
 	}
 	return queue.PlannedRun{
-		Key: model.IdempotencyKey(sp.d.ID, w.last), RunAt: w.last, FireAt: sp.fireAt(w.last),
+		Key: model.CatchupDroppedKey(sp.d.ID, w.last), RunAt: w.last, FireAt: sp.fireAt(w.last),
 		Status: model.RunSkipped, Reason: model.ReasonCatchupDropped,
 		Error: fmt.Sprintf("missed: %s missed and not started (catchup_policy %s); this record stands for them all", what, sp.rec.CatchupPolicy),
 	}

@@ -1,8 +1,7 @@
 -- Create a page of a schedule's backfill runs (POST /schedules/:id/backfill,
 -- a resume's replay) atomically, each only if absent: as commit.lua's
 -- write_run, a run whose record exists is left alone (it ran, or is
--- planned, or an earlier backfill made it) unless it is a catch-up's
--- drop record, and one whose key is taken
+-- planned, or an earlier backfill made it), and one whose key is taken
 -- (run_record.lua's run_key_taken: a manual run's mark, a live task) is
 -- not written. A run older than the oldest record of a full history
 -- (trimmed records may have been its own) is not written either. So two
@@ -53,20 +52,13 @@ for r = 0, nruns - 1 do
   local key, at, fire, msg, processAt = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local rkey, tkey, mkey = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local mark = runWritten
-  local rec = redis.call('HMGET', rkey, rfStatus, rfReason)
-  -- A catch-up's drop record sits under its last dropped run's key with
-  -- no task: a backfill of the outage replays that run too.
-  local dropped = rec[1] == stSkipped and rec[2] == reasonCatchupDropped
-  if rec[1] and not dropped then
+  if redis.call('EXISTS', rkey) == 1 then
     mark = runKept
   elseif horizon and tonumber(at) < horizon then
     mark = runBeforeHistory
   elseif run_key_taken(mkey, tkey) then
     mark = runTaken
   else
-    if dropped then
-      redis.call('DEL', rkey)
-    end
     run_create(rkey, id, at, fire, stEnqueued, now, srcBackfill, nil)
     enqueue_task(tkey, key, msg, processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
     redis.call('ZADD', KEYS[2], at, key)

@@ -121,9 +121,9 @@ local function write_run(p, run, hkey)
       redis.call('PERSIST', rkey)
       -- Enqueued before, SKIPPED by this plan (overlap_policy skip, a run
       -- in flight): not started. One a launcher has taken already is
-      -- left as it is. A catch-up's record of dropped runs is a record
-      -- only: it never ends a run planned before.
-      if run.st == stSkipped and run.rsn ~= reasonCatchupDropped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
+      -- left as it is. (A catch-up's record of dropped runs has a key of
+      -- its own: it never meets a run planned before.)
+      if run.st == stSkipped and redis.call('HGET', rkey, rfStatus) == stEnqueued and
         not run_launching(stEnqueued, tkey) then
         run_end(rkey, stSkipped, run.err, now, run.rsn)
       end

@@ -36,6 +36,7 @@ func setupAlarms(t *testing.T, cfg *queue.Config) *alarmBundle {
 	t.Helper()
 	r := queuetest.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	rdb.AddHook(queuetest.NewKeyGuard())
 	t.Cleanup(func() { _ = rdb.Close() })
 	clock := queue.NewSimClock(methodNow)
 	store, err := queue.NewStore(context.Background(), rdb, clock, cfg)

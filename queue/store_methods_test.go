@@ -46,6 +46,7 @@ func msStr(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 func setupMethod(t *testing.T, r *queuetest.Redis, db int) *methodBundle {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, DB: db})
+	rdb.AddHook(queuetest.NewKeyGuard())
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushDB(ctx).Err())

@@ -380,6 +380,7 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 		addrs[i] = n.Addr
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClusterStateReloadInterval: ClusterStateReload})
+	rdb.AddHook(NewKeyGuard())
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

@@ -87,6 +87,7 @@ func (r *Redis) Client(t testing.TB) *redis.Client {
 		t.Skipf("%s=cluster: this test needs one Redis node (*redis.Client); Universal runs on Cluster", TopologyEnv)
 	}
 	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	c.AddHook(NewKeyGuard())
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -217,6 +217,7 @@ func (s *Sentinel) Client(t testing.TB) *redis.Client {
 		addrs[i] = n.Addr
 	}
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: addrs})
+	rdb.AddHook(NewKeyGuard())
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

@@ -45,16 +45,16 @@ var KeyGuardExempt = map[string]string{
 	"-- Commit a page of plans atomically": "commit.lua: keys from ARGV prefixes",
 	// Not converted yet: each builds keys from a shard prefix or from
 	// what it reads.
-	"-- Read a page of due schedules with the state": "read_due.lua",
-	"-- Fail in-flight runs that reported no final status": "expire_inflight.lua",
-	"-- Record a run's status. A terminal status": "status.lua",
+	"-- Read a page of due schedules with the state":                 "read_due.lua",
+	"-- Fail in-flight runs that reported no final status":           "expire_inflight.lua",
+	"-- Record a run's status. A terminal status":                    "status.lua",
 	"-- Create or update a schedule's definition in one round trip.": "upsert.lua",
-	"-- Pause or resume a schedule. Resuming does not catch up": "pause.lua",
-	"-- Delete a schedule. Its run records stay readable": "delete.lua",
-	"-- Create an agent's alarm: its schedule hash and due entry": "alarm_create.lua",
-	"-- Read alarms for their view: each one's hash": "alarm_read.lua",
-	"-- Create a manual run and its asynq task atomically": "manual_run.lua",
-	"-- Create a page of a schedule's backfill runs": "backfill.lua",
+	"-- Pause or resume a schedule. Resuming does not catch up":      "pause.lua",
+	"-- Delete a schedule. Its run records stay readable":            "delete.lua",
+	"-- Create an agent's alarm: its schedule hash and due entry":    "alarm_create.lua",
+	"-- Read alarms for their view: each one's hash":                 "alarm_read.lua",
+	"-- Create a manual run and its asynq task atomically":           "manual_run.lua",
+	"-- Create a page of a schedule's backfill runs":                 "backfill.lua",
 }
 
 // chronosPrelude opens the Lua prelude of every chronos script

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -136,31 +134,32 @@ func (s *Store) backfill(ctx context.Context, b Backfill) (*BackfillResult, erro
 		return nil, err
 	}
 	res := &BackfillResult{Runs: make([]BackfillRun, len(times))}
+	all := make([]int, len(times))
 	for i, t := range times {
 		res.Runs[i] = BackfillRun{IdempotencyKey: model.IdempotencyKey(b.ScheduleID, t), RunAt: t}
+		all[i] = i
 	}
-	if err := s.readBackfillRuns(ctx, sh, b.ScheduleID, s.cfg.RunHistory, b.DryRun, res.Runs); err != nil {
+	// backfill.lua decides each run, in a dry run without writing: the
+	// runs a backfill would create are those it then writes (unless one
+	// appeared in between: then it is exists).
+	now := s.clock.Now()
+	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, res, all, true); err != nil {
 		return nil, err
 	}
 	if b.DryRun {
 		return res, nil
 	}
-	now := s.clock.Now()
 	// The runs to create get their fire times in order, Rate a second.
 	var todo []int
 	for i, r := range res.Runs {
-		if r.Outcome == "" {
+		if r.Outcome == BackfillWouldCreate {
 			fire := now.Add(time.Duration(len(todo)/max(b.Rate, 1)) * time.Second)
 			res.Runs[i].FireAt = &fire
 			todo = append(todo, i)
 		}
 	}
-	for len(todo) > 0 {
-		page := todo[:min(len(todo), backfillPage)]
-		todo = todo[len(page):]
-		if err := s.backfillPage(ctx, sh, rec, h[sfVer], now, res, page); err != nil {
-			return nil, err
-		}
+	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, res, todo, false); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -169,60 +168,14 @@ func errBackfillPaused(id string) error {
 	return fmt.Errorf("schedule %s is paused: resume it first (resume with catchup replay enqueues the runs its pause missed): %w", id, ErrConflict)
 }
 
-// readBackfillRuns marks the runs whose records exist BackfillExists,
-// with their status and source. With dryRun it marks the others as
-// backfill.lua would decide now: BackfillKeyTaken, BackfillBeforeHistory
-// or BackfillWouldCreate; else it leaves them to the script.
-func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep int, dryRun bool, runs []BackfillRun) error {
-	if len(runs) == 0 {
-		return nil
-	}
-	q := s.queue(sh).Keys()
-	recs := make([]*redis.SliceCmd, len(runs))
-	marks := make([]*redis.IntCmd, len(runs))
-	tasks := make([]*redis.StringCmd, len(runs))
-	var card *redis.IntCmd
-	var oldest *redis.ZSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range runs {
-			recs[i] = p.HMGet(ctx, runKey(sh, r.IdempotencyKey), rfStatus, rfSource)
-			if dryRun {
-				marks[i] = p.Exists(ctx, manualKeyPrefix(sh)+r.IdempotencyKey)
-				tasks[i] = p.HGet(ctx, q.TaskPrefix()+r.IdempotencyKey, taskState)
-			}
-		}
-		card = p.ZCard(ctx, historyKey(sh, id))
-		oldest = p.ZRangeWithScores(ctx, historyKey(sh, id), 0, 0)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("read the runs of the backfill of %s: %w", id, err)
-	}
-	horizon := int64(-1 << 63)
-	if card.Val() >= int64(keep) && len(oldest.Val()) == 1 {
-		horizon = int64(oldest.Val()[0].Score)
-	}
-	for i := range runs {
-		r := &runs[i]
-		if v := recs[i].Val(); len(v) == 2 {
-			st, _ := v[0].(string)
-			if st != "" {
-				src, _ := v[1].(string)
-				r.Outcome, r.Status, r.Source = BackfillExists, model.RunStatus(st), model.RunSource(src)
-				continue
-			}
-		}
-		if !dryRun {
-			continue
-		}
-		state := tasks[i].Val()
-		switch {
-		case ms(r.RunAt) < horizon:
-			r.Outcome = BackfillBeforeHistory
-		case marks[i].Val() == 1 || (state != "" && state != "archived" && state != "completed"):
-			r.Outcome = BackfillKeyTaken
-		default:
-			r.Outcome = BackfillWouldCreate
+// backfillPages runs backfill.lua on the runs of res at the indexes idx,
+// backfillPage of them a call, in order.
+func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, idx []int, dryRun bool) error {
+	for len(idx) > 0 {
+		page := idx[:min(len(idx), backfillPage)]
+		idx = idx[len(page):]
+		if err := s.backfillPage(ctx, sh, rec, ver, now, res, page, dryRun); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -230,17 +183,27 @@ func (s *Store) readBackfillRuns(ctx context.Context, sh int, id string, keep in
 
 // backfillPage runs backfill.lua on the runs of res at the indexes page
 // and records its marks; a definition changed since h was read is
-// errBackfillStale.
-func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, page []int) error {
+// errBackfillStale. With dryRun the script decides and writes nothing:
+// the runs it would create are BackfillWouldCreate.
+func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, page []int, dryRun bool) error {
 	q := s.queue(sh).Keys()
 	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}
-	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory}
+	dry := ""
+	if dryRun {
+		dry = flagSet
+	}
+	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory, dry}
 	if len(keys) != backfillHeaderKeys || len(args) != backfillHeaderArgs {
 		return fmt.Errorf("backfill %s: %d keys and %d arguments, not the %d and %d backfill.lua reads",
 			rec.ID, len(keys), len(args), backfillHeaderKeys, backfillHeaderArgs)
 	}
 	for _, i := range page {
 		r := res.Runs[i]
+		keys = append(keys, runKey(sh, r.IdempotencyKey), q.TaskPrefix()+r.IdempotencyKey, manualKeyPrefix(sh)+r.IdempotencyKey)
+		if dryRun {
+			args = append(args, r.IdempotencyKey, ms(r.RunAt), 0, "", 0)
+			continue
+		}
 		p := TaskPayload{
 			IdempotencyKey: r.IdempotencyKey, ScheduleID: rec.ID, RunAt: r.RunAt.UTC(), FireAt: r.FireAt.UTC(),
 			WorkflowID: rec.WorkflowID, Version: string(rec.Version), UserID: rec.UserID, Source: model.SourceBackfill,
@@ -249,7 +212,6 @@ func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRec
 		if err != nil {
 			return err
 		}
-		keys = append(keys, runKey(sh, r.IdempotencyKey), q.TaskPrefix()+r.IdempotencyKey, manualKeyPrefix(sh)+r.IdempotencyKey)
 		args = append(args, r.IdempotencyKey, ms(r.RunAt), ms(*r.FireAt), msg, processAt)
 	}
 	out, err := backfillScript.Run(ctx, s.rdb, keys, args...).Result()
@@ -267,23 +229,34 @@ func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRec
 			return errBackfillPaused(rec.ID)
 		}
 		return fmt.Errorf("backfill %s: unexpected answer %d", rec.ID, v)
-	case string:
-		if len(v) != len(page) {
-			return fmt.Errorf("backfill %s: %d marks for %d runs", rec.ID, len(v), len(page))
+	case []any:
+		marks, _ := v[0].(string)
+		if len(marks) != len(page) || len(v) != 1+2*len(page) {
+			return fmt.Errorf("backfill %s: %d marks and %d fields for %d runs", rec.ID, len(marks), len(v)-1, len(page))
 		}
 		for j, i := range page {
 			r := &res.Runs[i]
-			switch v[j : j+1] {
+			switch marks[j : j+1] {
 			case runWritten:
-				r.Outcome = BackfillCreated
-				res.Created++
+				if dryRun {
+					r.Outcome = BackfillWouldCreate
+				} else {
+					r.Outcome = BackfillCreated
+					res.Created++
+				}
+				continue
 			case runKept:
-				r.Outcome, r.FireAt = BackfillExists, nil
+				st, _ := v[1+2*j].(string)
+				src, _ := v[2+2*j].(string)
+				r.Outcome, r.Status, r.Source = BackfillExists, model.RunStatus(st), model.RunSource(src)
 			case runTaken:
-				r.Outcome, r.FireAt = BackfillKeyTaken, nil
+				r.Outcome = BackfillKeyTaken
 			case runBeforeHistory:
-				r.Outcome, r.FireAt = BackfillBeforeHistory, nil
+				r.Outcome = BackfillBeforeHistory
+			default:
+				return fmt.Errorf("backfill %s: unexpected mark %q", rec.ID, marks[j:j+1])
 			}
+			r.FireAt = nil
 		}
 		return nil
 	}

@@ -86,7 +86,7 @@ const (
 
 	backfillHeaderKeys = 6
 	backfillRunKeys    = 3
-	backfillHeaderArgs = 5
+	backfillHeaderArgs = 6
 	backfillRunArgs    = 5
 )
 

@@ -7,7 +7,9 @@
 -- (trimmed records may have been its own) is not written either. So two
 -- backfills of one range, at once or one after the other, write each run
 -- once. The schedule must still have the definition version the times
--- were computed from, and not be paused.
+-- were computed from, and not be paused. In dry-run mode it decides each
+-- run the same way and writes nothing: the dry run's answer is this
+-- script's, never a second copy of its rules.
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> run history zset of the schedule
 -- KEYS[3] -> asynq:{<queue>}:pending
@@ -21,12 +23,16 @@
 -- ARGV[3] -> now, ms
 -- ARGV[4] -> now, unix ns (asynq's pending_since)
 -- ARGV[5] -> run history kept per schedule
+-- ARGV[6] -> flagSet: dry run, write nothing; "" to write
 -- then per run (backfillRunArgs): idempotency key, run_at ms, fire_at ms,
---   asynq message, process_at unix s ("0" = now)
+--   asynq message, process_at unix s ("0" = now); a dry run reads only
+--   the key and run_at
 -- Output: backfillNotFound, backfillStale or backfillPaused; else a
--- string of one mark per run: runWritten, runKept (its record exists),
--- runTaken or runBeforeHistory. The history is trimmed by commit.lua.
-local id, ver, now, nowNS, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+-- table: a string of one mark per run, runWritten (written, or in a dry
+-- run would be), runKept (its record exists), runTaken or
+-- runBeforeHistory; then per run its record's status and source ("" and
+-- "" when it had none). The history is trimmed by commit.lua.
+local id, ver, now, nowNS, keep, dry = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6] == flagSet
 local s = redis.call('HMGET', KEYS[1], sfVer, sfPaused, sfTarget)
 if not s[1] or s[3] == targetWake then
   return backfillNotFound
@@ -44,7 +50,7 @@ if redis.call('ZCARD', KEYS[2]) >= keep then
   local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   horizon = tonumber(oldest[2])
 end
-local marks = {}
+local marks, out = {}, {''}
 local nruns = (#ARGV - backfillHeaderArgs) / backfillRunArgs
 for r = 0, nruns - 1 do
   local a = backfillHeaderArgs + r * backfillRunArgs
@@ -52,17 +58,21 @@ for r = 0, nruns - 1 do
   local key, at, fire, msg, processAt = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local rkey, tkey, mkey = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local mark = runWritten
-  if redis.call('EXISTS', rkey) == 1 then
+  local rec = redis.call('HMGET', rkey, rfStatus, rfSource)
+  if rec[1] then
     mark = runKept
   elseif horizon and tonumber(at) < horizon then
     mark = runBeforeHistory
   elseif run_key_taken(mkey, tkey) then
     mark = runTaken
-  else
+  elseif not dry then
     run_create(rkey, id, at, fire, stEnqueued, now, srcBackfill, nil)
     enqueue_task(tkey, key, msg, processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
     redis.call('ZADD', KEYS[2], at, key)
   end
   marks[#marks + 1] = mark
+  out[#out + 1] = rec[1] or ''
+  out[#out + 1] = rec[2] or ''
 end
-return table.concat(marks)
+out[1] = table.concat(marks)
+return out

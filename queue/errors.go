@@ -24,6 +24,9 @@ var (
 	ErrQuota = errors.New("quota exceeded")
 	// ErrInvalidCursor: a list cursor that no page returned.
 	ErrInvalidCursor = errors.New("invalid cursor (pass next_cursor of the previous page)")
+	// ErrInvalidManualRun: a manual run that names a schedule with a key
+	// that is not that schedule's run's (ManualRun.ScheduleID).
+	ErrInvalidManualRun = errors.New("invalid manual run")
 )
 
 // IsFull reports whether err is Redis refusing a write because it is full:

@@ -14,13 +14,16 @@ import (
 // A manual run lives in its key's shard: its record, its task (in the
 // shard's queue) and the mark on its key, which the shard's commit
 // script reads, so every script touches one hash slot. A schedule's run
-// lives in its schedule's shard, which a key does not name. So a key that
-// may be a schedule's run's (maybeScheduledKey: only the Go API takes
-// one; the HTTP API refuses it) is marked in every other shard before
-// the run is looked for and started: a commit after that finds the mark
-// and records its run SKIPPED, and one before it left a record that
-// StartManualRun finds. The marks this call set are removed when it does
-// not start the run.
+// lives in its schedule's shard, which a key does not name. A Go caller
+// that starts a schedule's run by hand names the schedule
+// (ManualRun.ScheduleID): the manual run then lives in the schedule's
+// shard, one script on one slot. Without it, a key that may be a
+// schedule's run's (maybeScheduledKey: only the Go API takes one; the
+// HTTP API refuses it) is marked in every other shard before the run is
+// looked for and started: a commit after that finds the mark and records
+// its run SKIPPED, and one before it left a record that StartManualRun
+// finds. The marks this call set are removed when it does not start the
+// run. That path spans slots and is not atomic (docs/operations.md).
 
 // maybeScheduledKey says whether m's key has the form of a schedule's
 // run's key (64 lowercase hex digits) and is not the key ManualRunKey

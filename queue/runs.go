@@ -282,12 +282,16 @@ func (s *Store) ReportTaskStatus(ctx context.Context, p *TaskPayload, u StatusUp
 }
 
 // taskShard is the shard of a task's run record: its schedule's, or for a
-// manual run its key's.
+// manual run its key's, or the schedule's whose run it stands for
+// (ShardOf).
 func (s *Store) taskShard(p *TaskPayload) int {
-	if p.ScheduleID == "" {
-		return s.shard(p.IdempotencyKey)
+	switch {
+	case p.ScheduleID != "":
+		return s.shard(p.ScheduleID)
+	case p.ShardOf != "":
+		return s.shard(p.ShardOf)
 	}
-	return s.shard(p.ScheduleID)
+	return s.shard(p.IdempotencyKey)
 }
 
 // reportStatus runs the status script on the run's shard. Error text is
@@ -353,20 +357,35 @@ type ManualRun struct {
 	UserID         string
 	ScheduledFor   time.Time
 	IdempotencyKey string
+	// ScheduleID names the schedule whose run this manual run stands for,
+	// when IdempotencyKey is that run's key
+	// (model.IdempotencyKey(ScheduleID, ScheduledFor); any other key with
+	// it is refused). The run then lives in the schedule's shard, where
+	// the schedule's commit looks for it, so starting it is one script on
+	// one hash slot. Empty for a run of the caller's own key.
+	ScheduleID string
 }
 
 // StartManualRun records and enqueues a manual run unless a run with its
 // idempotency key exists (scheduled or manual). It returns the run and
 // whether this call started it. The key is trusted: the API refuses a
 // caller's key of the form of a scheduled run's (model.ValidateManualKey).
-// The run, its task and its mark live in the key's shard; a key that may
-// be a schedule's run's (see markEveryShard) is marked in every shard
-// first.
+// The run, its task and its mark live in the key's shard, or in the
+// schedule's shard when m names the schedule whose run it stands for
+// (ScheduleID); without it, a key that may be a schedule's run's (see
+// markEveryShard) is marked in every shard first.
 func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (run *model.Run, started bool, err error) {
 	now := s.clock.Now()
 	sh := s.shard(m.IdempotencyKey)
+	if m.ScheduleID != "" {
+		if want := model.IdempotencyKey(m.ScheduleID, m.ScheduledFor); m.IdempotencyKey != want {
+			return nil, false, fmt.Errorf("manual run of schedule %s at %s: idempotency key %s is not that run's (%s): %w",
+				m.ScheduleID, m.ScheduledFor.UTC().Format(time.RFC3339), m.IdempotencyKey, want, ErrInvalidManualRun)
+		}
+		sh = s.shard(m.ScheduleID)
+	}
 	ttl := recordTTL(s.cfg.RunRetention, m.ScheduledFor, now)
-	if maybeScheduledKey(m) {
+	if m.ScheduleID == "" && maybeScheduledKey(m) {
 		marked, held, err := s.markEveryShard(ctx, m.IdempotencyKey, sh, ttl)
 		if err != nil {
 			return nil, false, err
@@ -388,6 +407,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (run *model.Run
 	p := TaskPayload{
 		IdempotencyKey: m.IdempotencyKey, RunAt: m.ScheduledFor.UTC(), FireAt: m.ScheduledFor.UTC(),
 		WorkflowID: m.WorkflowID, Version: m.Version, UserID: m.UserID, Source: model.SourceManual,
+		ShardOf: m.ScheduleID,
 	}
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, false, err
@@ -399,9 +419,9 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (run *model.Run
 	q := s.queue(sh).Keys()
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
-			manualKeyPrefix(sh) + m.IdempotencyKey},
+			manualKeyPrefix(sh) + m.IdempotencyKey, q.Task(m.IdempotencyKey)},
 		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), ttl,
-		q.TaskPrefix(), now.UnixNano(), msg, processAt, rand.Text()).Int()
+		"", now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("start manual run %s: %w", m.IdempotencyKey, err)
 	}

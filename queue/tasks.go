@@ -24,6 +24,10 @@ type TaskPayload struct {
 	Version        string          `json:"version"`
 	UserID         string          `json:"user_id"`
 	Source         model.RunSource `json:"source"`
+	// ShardOf is the id whose shard holds a manual run that stands for a
+	// schedule's run (ManualRun.ScheduleID): that schedule's. Empty when
+	// the run is in its schedule's shard or, manual, in its key's.
+	ShardOf string `json:"shard_of,omitempty"`
 	// Target is what the run starts: empty for a workflow, wake for an
 	// alarm's wake.
 	Target model.Target `json:"target,omitempty"`

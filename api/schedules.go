@@ -235,16 +235,16 @@ func (s *server) upsertSchedule(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, UpsertResponse{
 		ScheduleID: v.ID, NextRunAt: v.NextRunAt, Created: res.Created, Changed: res.Changed, State: v.State,
-		Warnings: s.upsertWarnings(ctx, rec),
+		Warnings: upsertWarnings(rec, res),
 	})
 }
 
 // upsertWarnings says what will go wrong with an accepted schedule: a
 // workflow version not registered yet is accepted, since deploy order
-// varies, but its runs fail until it is.
-func (s *server) upsertWarnings(ctx context.Context, rec *model.ScheduleRecord) []string {
-	_, err := s.store.GetWorkflow(ctx, rec.WorkflowID, string(rec.Version))
-	if errors.Is(err, queue.ErrNotFound) {
+// varies, but its runs fail until it is. The store looked the version up
+// with the upsert, in the same round trip.
+func upsertWarnings(rec *model.ScheduleRecord, res *queue.UpsertResult) []string {
+	if res.WorkflowMissing {
 		return []string{fmt.Sprintf("workflow %s version %s is not registered: its runs will fail until it is (PUT /workflows/%s/versions/%s)",
 			rec.WorkflowID, rec.Version, rec.WorkflowID, rec.Version)}
 	}

@@ -85,8 +85,20 @@ func (b *batcher) flush() {
 // runScript runs a script through the batcher; when Redis does not have
 // it (restarted, or SCRIPT FLUSH) it is run directly, which loads it.
 func (b *batcher) runScript(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return b.runScriptWith(ctx, nil, sc, keys, args...)
+}
+
+// runScriptWith is runScript with the commands of also (nil: none) sent
+// in the same batch, after the script; their results are the caller's to
+// read when the script's error is not the batch's.
+func (b *batcher) runScriptWith(ctx context.Context, also func(redis.Pipeliner), sc *redis.Script, keys []string, args ...any) *redis.Cmd {
 	var cmd *redis.Cmd
-	if err := b.do(ctx, func(p redis.Pipeliner) { cmd = sc.EvalSha(ctx, p, keys, args...) }); err != nil {
+	if err := b.do(ctx, func(p redis.Pipeliner) {
+		cmd = sc.EvalSha(ctx, p, keys, args...)
+		if also != nil {
+			also(p)
+		}
+	}); err != nil {
 		failed := redis.NewCmd(ctx) // not cmd: the batch may still write that
 		failed.SetErr(err)
 		return failed

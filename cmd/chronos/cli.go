@@ -36,12 +36,15 @@ type CLI struct {
 
 // Common settings of every long-running command.
 type Common struct {
-	RedisURL  string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name[/db], redis-cluster://host:port[,host:port] for a Redis Cluster. In 'dev', empty means embedded."`
-	HTTPAddr  string `name:"http-addr" env:"HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (API, /metrics, /healthz)."`
-	Shards    int    `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
-	LogLevel  string `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
-	LogFormat string `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
-	Pprof     bool   `name:"pprof" env:"PPROF" help:"Serve Go's profiler at /debug/pprof/ (for diagnosing; off by default)."`
+	RedisURL string `name:"redis-url" env:"REDIS_URL" help:"Redis to use: redis://[user:pass@]host:port/db, rediss:// for TLS, redis-sentinel://[pass@]host:port[,host:port]/master-name[/db], redis-cluster://host:port[,host:port] for a Redis Cluster. In 'dev', empty means embedded."`
+	// RedisClusterAddrs is the other way to name a Redis Cluster
+	// (Common.redisURL, config.go).
+	RedisClusterAddrs []string `name:"redis-cluster-addrs" env:"REDIS_CLUSTER_ADDRS" sep:"," placeholder:"HOST:PORT,..." help:"A Redis Cluster's nodes, host:port separated by commas (any few are enough as seeds): the same as REDIS_URL=redis-cluster://host:port,... Set one of the two."`
+	HTTPAddr          string   `name:"http-addr" env:"HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (API, /metrics, /healthz)."`
+	Shards            int      `name:"shards" env:"SHARDS" default:"16" help:"Number of due-set shards; fixed for the life of a Redis."`
+	LogLevel          string   `name:"log-level" env:"LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
+	LogFormat         string   `name:"log-format" env:"LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
+	Pprof             bool     `name:"pprof" env:"PPROF" help:"Serve Go's profiler at /debug/pprof/ (for diagnosing; off by default)."`
 
 	MaxConns      int  `name:"max-conns" env:"MAX_CONNS" default:"512" help:"Most HTTP connections held open at once; at the cap a new one closes the oldest without a request in progress. Keep it under the open-file limit."`
 	AllowEviction bool `name:"allow-eviction" env:"ALLOW_EVICTION" help:"Start even when Redis's maxmemory-policy is not noeviction (or cannot be read), logging an error every minute: an evicting Redis deletes schedules, runs and tasks when full."`
@@ -115,7 +118,7 @@ type DevCmd struct {
 func (c *DevCmd) Run(ctx context.Context, env *Env) error { return run(ctx, env, c.spec()) }
 
 func (c *DevCmd) spec() processSpec {
-	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == "", dev: true}
+	return processSpec{common: c.Common, sched: &c.SchedulerOpts, launch: &c.LauncherOpts, api: &c.APIOpts, embedded: c.RedisURL == "" && len(c.RedisClusterAddrs) == 0, dev: true}
 }
 
 // AllCmd runs API, scheduler and launcher in one process.

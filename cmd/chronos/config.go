@@ -2,6 +2,10 @@ package main
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,4 +142,29 @@ func apiConfig(o *APIOpts) *api.Config {
 		BackfillMaxRuns:          o.BackfillMaxRuns,
 		BackfillRate:             o.BackfillRate,
 	}
+}
+
+// redisURL is the Redis the process opens (queue.OpenRedis): REDIS_URL,
+// or the redis-cluster:// URL of the nodes REDIS_CLUSTER_ADDRS lists.
+// Setting both is an error rather than a silent choice, and so is a
+// list entry that is not host:port. A cluster that needs a password is
+// named by REDIS_URL (redis-cluster://[user]:pass@host:port,...): the
+// list carries no secret.
+func (c Common) redisURL() (string, error) {
+	if len(c.RedisClusterAddrs) == 0 {
+		return c.RedisURL, nil
+	}
+	if c.RedisURL != "" {
+		return "", errors.New("REDIS_URL and REDIS_CLUSTER_ADDRS are both set: set one (REDIS_CLUSTER_ADDRS=h1:p1,h2:p2 is REDIS_URL=redis-cluster://h1:p1,h2:p2)")
+	}
+	addrs := make([]string, 0, len(c.RedisClusterAddrs))
+	for _, a := range c.RedisClusterAddrs {
+		a = strings.TrimSpace(a)
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("REDIS_CLUSTER_ADDRS %q: want host:port[,host:port...], got %q", strings.Join(c.RedisClusterAddrs, ","), a)
+		}
+		addrs = append(addrs, a)
+	}
+	return "redis-cluster://" + strings.Join(addrs, ","), nil
 }

@@ -156,7 +156,10 @@ func (pr *process) close() {
 // for chronos dev) and checks that it does not evict, at start and every
 // evictionCheckInterval. It returns the client and its URL.
 func (pr *process) openRedis(ctx context.Context, p processSpec, logger *slog.Logger) (redis.UniversalClient, string, error) {
-	redisURL := p.common.RedisURL
+	redisURL, err := p.common.redisURL()
+	if err != nil {
+		return nil, "", err
+	}
 	if p.embedded {
 		mr := miniredis.NewMiniRedis()
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
@@ -417,8 +420,12 @@ func (p processSpec) validate() error {
 				launcher.WakeSecretMinLen, n)
 		}
 	}
-	if !p.embedded && p.common.RedisURL == "" {
-		return errors.New("REDIS_URL is required (e.g. redis://127.0.0.1:6379/0); 'chronos dev' runs without one")
+	redisURL, err := p.common.redisURL()
+	if err != nil {
+		return err
+	}
+	if !p.embedded && redisURL == "" {
+		return errors.New("REDIS_URL is required (e.g. redis://127.0.0.1:6379/0, or REDIS_CLUSTER_ADDRS for a Redis Cluster); 'chronos dev' runs without one")
 	}
 	return nil
 }

@@ -68,8 +68,7 @@ func requireReason(t *testing.T, store *queue.Store, run *model.Run, want model.
 // TestLedgerReasons produces each reason of the run ledger by the
 // situation that causes it (a schedule paused, deleted or changed, a
 // run in flight, an outage, an executor's answer, ...), never by writing
-// a record, and checks the record's reason and its count. dst_skipped
-// comes with dst_policy (its record is the DST feature's).
+// a record, and checks the record's reason and its count.
 func TestLedgerReasons(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -201,6 +200,30 @@ func TestLedgerReasons(t *testing.T) {
 		require.Equal(t, start.Add(24*time.Hour), runs[0].RunAt, "the last run dropped")
 		require.Contains(t, runs[0].Error, "the runs from "+start.Add(time.Hour).Format(time.RFC3339)+" to "+start.Add(24*time.Hour).Format(time.RFC3339))
 		require.Empty(t, queuetest.TaskQueues(t, b.rdb, queue.QueueNameDefault, runs[0].IdempotencyKey), "a record of dropped runs has no task")
+	})
+
+	// New York's clocks spring forward from 02:00 to 03:00: the 02:30 of
+	// a daily schedule under dst_policy skip (the default) does not
+	// exist. The scheduler records it when it plans the next day's run.
+	t.Run(string(model.ReasonDSTSkipped), func(t *testing.T) {
+		t.Parallel()
+		b, sched := setupLaunchersDown(t, ok)
+		gapEnd := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+		b.clock.Set(gapEnd.Add(-2 * time.Hour))
+		rec := hourly("s")
+		rec.CronExpr, rec.Timezone = "30 2 * * *", "America/New_York"
+		b.upsert(t, rec)
+		b.clock.Set(time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC)) // 02:30 EDT the day after
+		b.tick(t, sched)
+		run, err := b.store.GetScheduleRun(ctx, "s", model.DSTSkippedKey("s", gapEnd))
+		require.NoError(t, err)
+		requireReason(t, b.store, run, model.ReasonDSTSkipped)
+		require.Equal(t, gapEnd, run.RunAt.UTC())
+		require.Contains(t, run.Error, "local time 2026-03-08T02:30:00 does not exist in America/New_York")
+		require.Empty(t, queuetest.TaskQueues(t, b.rdb, queue.QueueNameDefault, run.IdempotencyKey), "a record, no task")
+		next, err := b.store.GetScheduleRun(ctx, "s", model.IdempotencyKey("s", b.clock.Now()))
+		require.NoError(t, err)
+		require.Equal(t, model.RunEnqueued, next.Status, "the day after fires")
 	})
 
 	// A manual run was started with the key of the schedule's 01:00 run.

@@ -27,16 +27,26 @@ func TestFiring(t *testing.T) {
 		until := start.Add(72 * time.Hour)
 		b.runUntil(t, until, 7*time.Minute)
 
+		gaps := map[string][]string{"ny": {"2024-03-10T07:00:00Z"}, "lh": {}}
 		for _, rec := range []*model.ScheduleRecord{ny, lh} {
 			want := expected(t, rec, start, until)
 			require.NotEmpty(t, want)
-			runs := queuetest.RequireRuns(t, b.store, rec.ID, model.RunEnqueued, want...)
+			runs, records := splitDSTRecords(t, b.store, rec.ID)
+			require.Equal(t, want, runTimes(runs), "run times of schedule %s", rec.ID)
 			for _, r := range runs {
+				require.Equal(t, model.RunEnqueued, r.Status)
 				require.Equal(t, model.IdempotencyKey(rec.ID, r.RunAt), r.IdempotencyKey)
 				queuetest.RequireTask(t, b.rdb, "chronos", r.IdempotencyKey)
 				require.NotNil(t, r.EnqueuedAt)
 			}
+			// A local time a spring-forward gap skipped has a record
+			// (dst_policy skip, the default), never a task.
+			require.Equal(t, gaps[rec.ID], runTimes(records), "dst_skipped records of schedule %s", rec.ID)
+			for _, r := range records {
+				requireDSTRecord(t, b, rec.ID, r)
+			}
 		}
+		require.Contains(t, recordOf(t, b.store, "ny", model.ReasonDSTSkipped).Error, "2024-03-10T02:30:00")
 		// 2024-03-10 02:30 does not exist in New York: only 01:30 EST and
 		// 03:30 EDT fire that day.
 		require.Equal(t, []string{"2024-03-09T06:30:00Z", "2024-03-09T07:30:00Z", "2024-03-09T08:30:00Z",

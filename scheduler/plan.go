@@ -79,7 +79,12 @@ func (pl *planner) plan(d queue.DueSchedule, rec *model.ScheduleRecord, sched mo
 		p.Runs = append(p.Runs, sp.dropRecord(drop))
 		missed = 1
 	}
-	sp.emit(&p, times, next)
+	handled := maxTime(drop.last, sp.emit(&p, times, next))
+	// The records of DST gaps come first: commit.lua may cut a plan short
+	// after a run (choose_inflight), never before it.
+	if gaps := sp.dstRecords(handled); len(gaps) > 0 {
+		p.Runs = append(gaps, p.Runs...)
+	}
 	return p, missed
 }
 
@@ -193,8 +198,10 @@ func (sp *schedPlan) missedRuns(t, cutoff time.Time, limit int) (kept []dueTime,
 }
 
 // emit writes into p the runs of times, each as the policies decide
-// (model.AtPlan), and the schedule's next time and score.
-func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
+// (model.AtPlan), and the schedule's next time and score. It returns the
+// last time it handled (zero if none): a hold leaves the times from the
+// held one on to a later plan.
+func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) (handled time.Time) {
 	rec, now := sp.rec, sp.now
 	inflight := sp.d.Inflight
 	p.NewNext = next
@@ -210,6 +217,7 @@ func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
 			p.NewNext = dt.at
 			break
 		}
+		handled = dt.at
 		fire := jittered(rec, key, dt.at, sp.jitter, sp.began)
 		if dt.missed {
 			fire = now
@@ -248,6 +256,7 @@ func (sp *schedPlan) emit(p *queue.Plan, times []dueTime, next time.Time) {
 		// and the next tick continues it.
 		p.NewScore = float64(max(sp.act(p.NewNext).UnixMilli(), now.UnixMilli()+1))
 	}
+	return handled
 }
 
 // lastBefore returns the last fire time t of s with from <= t < cutoff,

@@ -236,7 +236,7 @@ func (e *breaksTheRecordOnce) Execute(ctx context.Context, r Request) (Result, e
 	if e.calls.Add(1) > 1 {
 		return Result{RunID: "wf-run"}, nil
 	}
-	keys, err := e.rdb.Keys(ctx, "*run:"+r.Meta.IdempotencyKey).Result()
+	keys, err := queuetest.FindKeys(ctx, e.rdb, "*run:"+r.Meta.IdempotencyKey)
 	if err != nil || len(keys) != 1 {
 		return Result{}, fmt.Errorf("run record of %s: %v %v", r.Meta.IdempotencyKey, keys, err)
 	}

@@ -24,20 +24,19 @@ const (
 	ownerB = "did:matrix:user-b:fpB"
 )
 
-// alarmBundle is a store on its own database of a shared redis-server.
+// alarmBundle is a store on a redis-server of its own.
 type alarmBundle struct {
 	store *queue.Store
 	rdb   redis.UniversalClient
 	clock *queue.SimClock
 }
 
-// setupAlarms returns a store with cfg on a database of its own.
+// setupAlarms returns a store with cfg on a redis-server of its own.
 func setupAlarms(t *testing.T, cfg *queue.Config) *alarmBundle {
 	t.Helper()
 	r := queuetest.StartRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	rdb := r.Universal(t)
 	rdb.AddHook(queuetest.NewKeyGuard())
-	t.Cleanup(func() { _ = rdb.Close() })
 	clock := queue.NewSimClock(methodNow)
 	store, err := queue.NewStore(context.Background(), rdb, clock, cfg)
 	require.NoError(t, err)

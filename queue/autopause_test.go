@@ -77,7 +77,7 @@ func TestReplayPendingIsFinishedByTheNextResume(t *testing.T) {
 	b.clock.Set(bfT0.Add(3*time.Hour + 30*time.Minute))
 	// The process dies after the resume: every script after pause.lua's
 	// fails, so its replay is recorded and not enqueued.
-	hooked := b.r.Client(t)
+	hooked := b.r.Universal(t)
 	dying, err := queue.NewStore(ctx, hooked, b.clock, nil)
 	require.NoError(t, err)
 	hooked.AddHook(&dieAfterScripts{left: 1})
@@ -95,7 +95,7 @@ func TestReplayPendingIsFinishedByTheNextResume(t *testing.T) {
 	_, res, err = b.store.ChangePause(ctx, "rp", queue.PauseChange{Replay: &queue.Backfill{MaxRuns: 100, Rate: 10}})
 	require.NoError(t, err)
 	require.Zero(t, res.Created, "the replay is done and forgotten")
-	require.Equal(t, 3, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Equal(t, 3, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 }
 
 // dieAfterScripts lets left scripts through, then fails every later one,

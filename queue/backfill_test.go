@@ -27,7 +27,7 @@ func bfSetup(t *testing.T, cfg *queue.Config) *bfBundle {
 	t.Helper()
 	r := queuetest.StartRedis(t)
 	clock := queue.NewSimClock(bfT0)
-	store, err := queue.NewStore(context.Background(), r.Client(t), clock, cfg)
+	store, err := queue.NewStore(context.Background(), r.Universal(t), clock, cfg)
 	require.NoError(t, err)
 	return &bfBundle{r: r, store: store, clock: clock}
 }
@@ -91,14 +91,14 @@ func TestBackfillTwiceCreatesNothingTwice(t *testing.T) {
 	for _, r := range runs {
 		require.Equal(t, model.SourceBackfill, r.Source)
 	}
-	require.Equal(t, 10, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Equal(t, 10, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 
 	b.clock.Advance(time.Minute)
 	again := b.backfill(t, queue.Backfill{ScheduleID: "bf", From: from, To: bfT0})
 	require.Zero(t, again.Created)
 	require.Equal(t, map[queue.BackfillOutcome]int{queue.BackfillExists: 10}, outcomes(again))
 	require.Equal(t, model.SourceBackfill, again.Runs[0].Source)
-	require.Equal(t, 10, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Equal(t, 10, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 	queuetest.RequireRuns(t, b.store, "bf", model.RunEnqueued, hours(from, 10)...)
 }
 
@@ -121,7 +121,7 @@ func TestBackfillOverRunsTheSchedulerRanCreatesOnlyTheMissingOnes(t *testing.T) 
 	for _, r := range ran {
 		require.Equal(t, model.SourceSchedule, r.Source)
 	}
-	tasks := queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault)
+	tasks := queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault)
 
 	from := bfT0.Add(-2 * time.Hour) // 08:00 .. 13:00
 	res := b.backfill(t, queue.Backfill{ScheduleID: "ran", From: from, To: bfT0.Add(3*time.Hour + time.Minute)})
@@ -138,7 +138,7 @@ func TestBackfillOverRunsTheSchedulerRanCreatesOnlyTheMissingOnes(t *testing.T) 
 		}
 		require.Equal(t, want, r.Source, "run at %s", r.RunAt)
 	}
-	require.Equal(t, tasks+3, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Equal(t, tasks+3, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 }
 
 // Two API replicas (two stores, two connections) backfill the same range
@@ -148,7 +148,7 @@ func TestBackfillAtOnceFromTwoReplicasCreatesEachRunOnce(t *testing.T) {
 	ctx := context.Background()
 	b := bfSetup(t, nil)
 	b.hourly(t, "two")
-	other, err := queue.NewStore(ctx, b.r.Client(t), b.clock, nil)
+	other, err := queue.NewStore(ctx, b.r.Universal(t), b.clock, nil)
 	require.NoError(t, err)
 	from := bfT0.Add(-300 * time.Hour) // 300 runs: three script pages each
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func TestBackfillAtOnceFromTwoReplicasCreatesEachRunOnce(t *testing.T) {
 	}
 	require.Equal(t, 300, total, "runs created by the eight backfills")
 	queuetest.RequireRuns(t, b.store, "two", model.RunEnqueued, hours(from, 300)...)
-	require.Equal(t, 300, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Equal(t, 300, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 }
 
 func TestBackfillDryRunChangesNothing(t *testing.T) {
@@ -180,11 +180,11 @@ func TestBackfillDryRunChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	b := bfSetup(t, nil)
 	b.hourly(t, "dry")
-	rdb := b.r.Client(t)
+	rdb := b.r.Universal(t)
 	b.backfill(t, queue.Backfill{ScheduleID: "dry", From: bfT0.Add(-2 * time.Hour), To: bfT0})
 	dump := func() map[string]string {
 		out := map[string]string{}
-		for _, k := range rdb.Keys(ctx, "*").Val() {
+		for _, k := range queuetest.Keys(t, rdb, "*") {
 			v, err := rdb.Dump(ctx, k).Result()
 			require.NoError(t, err)
 			out[k] = v
@@ -212,7 +212,7 @@ func TestBackfillBoundAndRefusals(t *testing.T) {
 	require.Equal(t, "to", fe.Field)
 	require.Contains(t, fe.Message, "more than 5 runs")
 	require.Contains(t, fe.Message, "2026-03-02T05:00:00Z", "where to cut the range")
-	require.Zero(t, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
+	require.Zero(t, queuetest.CountTasks(t, b.r.Universal(t), queue.QueueNameDefault))
 
 	_, err = b.store.RunBackfill(ctx, queue.Backfill{ScheduleID: "nope", From: bfT0.Add(-time.Hour), To: bfT0, MaxRuns: 5, Rate: 1})
 	require.ErrorIs(t, err, queue.ErrNotFound)

@@ -71,7 +71,7 @@ func TestLoadLaunchReadsEnqueueTimeAndFailedAttempts(t *testing.T) {
 	st, err = store.LoadLaunch(ctx, gone)
 	require.NoError(t, err)
 	require.Equal(t, model.RunStatus(""), st.Status)
-	require.Empty(t, rdb.Keys(ctx, "*run:gone").Val(), "a failed attempt of a run gone made a record")
+	require.Empty(t, queuetest.Keys(t, rdb, "*run:gone"), "a failed attempt of a run gone made a record")
 }
 
 // A manual run's record lives RUN_RETENTION past its scheduled time, not
@@ -88,7 +88,7 @@ func TestManualRunRecordOutlivesItsWait(t *testing.T) {
 		ScheduledFor: at, IdempotencyKey: "later"})
 	require.NoError(t, err)
 	require.True(t, started)
-	keys := rdb.Keys(ctx, "chronos:*:run:later").Val()
+	keys := queuetest.Keys(t, rdb, "chronos:*:run:later")
 	require.Len(t, keys, 1)
 	ttl := rdb.TTL(ctx, keys[0]).Val()
 	require.InDelta(t, (10*24*time.Hour + queue.RunRetentionDefault).Seconds(), ttl.Seconds(), 5)

@@ -47,7 +47,7 @@ func TestResumeRacingAnUpsertUsesTheNewDefinition(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, got.Paused)
 	require.Equal(t, "0 * * * *", got.CronExpr)
-	keys := hooked.Keys(ctx, "chronos:*:sched:y").Val()
+	keys := queuetest.Keys(t, hooked, "chronos:*:sched:y")
 	require.Len(t, keys, 1)
 	want := strconv.FormatInt(clock.Now().Add(time.Hour).UnixMilli(), 10)
 	require.Equal(t, want, hooked.HGet(ctx, keys[0], "next").Val(), "stored next fire time")

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -15,17 +17,86 @@ import (
 
 // lostReplyStore is a store whose next script's reply is lost on the way
 // back (a network blip, a proxy restart, a failover) once arm is called:
-// the script ran, and go-redis sends it again on a new connection.
+// the script ran, and go-redis sends it again on a new connection. On a
+// cluster every node sits behind a proxy of its own, and the reply lost
+// is the one from the master of the script's first key.
 func lostReplyStore(t *testing.T) (store *queue.Store, arm func()) {
 	t.Helper()
-	proxy := queuetest.StartProxy(t, queuetest.StartRedis(t).Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MinRetryBackoff: time.Millisecond})
+	r := queuetest.StartRedis(t)
+	clock := queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	cl := r.Cluster()
+	if cl == nil {
+		proxy := queuetest.StartProxy(t, r.Addr)
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MinRetryBackoff: time.Millisecond})
+		t.Cleanup(func() { rdb.Close() })
+		hook := &queuetest.BeforeScriptHook{}
+		rdb.AddHook(hook)
+		store, err := queue.NewStore(context.Background(), rdb, clock, nil)
+		require.NoError(t, err)
+		return store, func() { hook.Fn = proxy.DropNextReply }
+	}
+	proxies := map[string]*queuetest.Proxy{}
+	for _, n := range cl.Nodes {
+		proxies[n.Addr] = queuetest.StartProxy(t, n.Addr)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:           []string{cl.Nodes[0].Addr},
+		MinRetryBackoff: time.Millisecond,
+		// The cluster names its nodes by their own addresses; every
+		// connection to one goes through its proxy.
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			p, ok := proxies[addr]
+			if !ok {
+				return nil, fmt.Errorf("no proxy for node %s", addr)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, p.Addr)
+		},
+	})
 	t.Cleanup(func() { rdb.Close() })
-	hook := &queuetest.BeforeScriptHook{}
+	// Every master has every script, so the lost reply is the script's
+	// own and not a NOSCRIPT before it.
+	require.NoError(t, rdb.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		for _, l := range queue.LoadedScripts() {
+			if err := m.ScriptLoad(ctx, l.Source).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	hook := &firstKeyScriptHook{}
 	rdb.AddHook(hook)
-	store, err := queue.NewStore(context.Background(), rdb, queue.NewSimClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
+	store, err := queue.NewStore(context.Background(), rdb, clock, nil)
 	require.NoError(t, err)
-	return store, func() { hook.Fn = proxy.DropNextReply }
+	return store, func() {
+		hook.fn = func(key string) {
+			m, err := rdb.MasterForKey(context.Background(), key)
+			require.NoError(t, err)
+			proxies[m.Options().Addr].DropNextReply()
+		}
+	}
+}
+
+// firstKeyScriptHook calls fn (once) with the first key of the client's
+// next script, just before it is sent.
+type firstKeyScriptHook struct{ fn func(key string) }
+
+func (h *firstKeyScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *firstKeyScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *firstKeyScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		// EVALSHA sha numkeys key ...
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.fn != nil && len(cmd.Args()) > 3 {
+			f := h.fn
+			h.fn = nil
+			f(fmt.Sprint(cmd.Args()[3]))
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // The call that deleted a schedule says so, though its script ran twice.

@@ -50,7 +50,7 @@ func TestScriptsRefusedWholeWhenFull(t *testing.T) {
 	}
 	require.True(t, queue.IsFull(store.CheckWritable(ctx)))
 
-	require.NoError(t, rdb.Del(ctx, filler...).Err())
+	queuetest.DelKeys(t, rdb, filler)
 	require.NoError(t, store.CheckWritable(ctx))
 }
 
@@ -95,7 +95,7 @@ func TestUpsertOnAFullRedisWritesNothing(t *testing.T) {
 	}
 	_, err = store.UpsertSchedule(ctx, rec("0 * * * *"))
 	require.NoError(t, err)
-	key := rdb.Keys(ctx, "chronos:*:sched:full").Val()[0]
+	key := queuetest.Keys(t, rdb, "chronos:*:sched:full")[0]
 	before := rdb.HGetAll(ctx, key).Val()
 	filler := queuetest.Fill(t, rdb)
 
@@ -111,7 +111,7 @@ func TestUpsertOnAFullRedisWritesNothing(t *testing.T) {
 	require.NoError(t, err, "reads go on")
 	require.Equal(t, "0 * * * *", got.CronExpr)
 
-	require.NoError(t, rdb.Del(ctx, filler...).Err())
+	queuetest.DelKeys(t, rdb, filler)
 	_, err = store.UpsertSchedule(ctx, rec("*/5 * * * *"))
 	require.NoError(t, err, "writes resume once memory is freed")
 }

@@ -65,7 +65,7 @@ func (b *settleBundle) tickAt(t *testing.T, at time.Time) {
 }
 
 func (b *settleBundle) taskState(key string) string {
-	keys := b.rdb.Keys(context.Background(), "asynq:{*}:t:"+key).Val()
+	keys, _ := queuetest.FindKeys(context.Background(), b.rdb, "asynq:{*}:t:"+key)
 	if len(keys) != 1 {
 		return strings.Join(keys, " ") // none: ""; more: each, which no state equals
 	}

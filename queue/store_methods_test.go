@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,19 +38,40 @@ type methodBundle struct {
 	clock *queue.SimClock
 }
 
+// clusterTurns holds one lock per cluster, which its cases take in turn.
+var clusterTurns sync.Map // *queuetest.Redis -> *sync.Mutex
+
+func clusterTurn(r *queuetest.Redis) *sync.Mutex {
+	m, _ := clusterTurns.LoadOrStore(r, &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
 // methodNow is the cases' clock reading.
 var methodNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func msStr(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// setupMethod returns a store on database db (1-15) of r, empty.
+// setupMethod returns a store on database db (1-15) of r, empty. A
+// cluster has one database: there the cases of r take it in turn, each
+// emptying it first.
 func setupMethod(t *testing.T, r *queuetest.Redis, db int) *methodBundle {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, DB: db})
-	rdb.AddHook(queuetest.NewKeyGuard())
-	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	require.NoError(t, rdb.FlushDB(ctx).Err())
+	var rdb redis.UniversalClient
+	if r.Cluster() != nil {
+		turn := clusterTurn(r)
+		turn.Lock()
+		t.Cleanup(turn.Unlock)
+		rdb = r.Universal(t)
+		queuetest.FlushAll(t, rdb)
+		rdb.AddHook(queuetest.NewKeyGuard())
+	} else {
+		c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: db})
+		c.AddHook(queuetest.NewKeyGuard())
+		t.Cleanup(func() { _ = c.Close() })
+		require.NoError(t, c.FlushDB(ctx).Err())
+		rdb = c
+	}
 	clock := queue.NewSimClock(methodNow)
 	store, err := queue.NewStore(ctx, rdb, clock, nil)
 	require.NoError(t, err)

@@ -115,7 +115,7 @@ func TestCommit(t *testing.T) {
 		b.clock.Advance(time.Second)
 		b.tickAll(t)
 		runs := queuetest.RequireRuns(t, b.store, "s", model.RunEnqueued, "2024-03-09T01:00:00Z")
-		keys := b.rdb.Keys(ctx, "chronos:*:run:"+runs[0].IdempotencyKey).Val()
+		keys := queuetest.Keys(t, b.rdb, "chronos:*:run:"+runs[0].IdempotencyKey)
 		require.Len(t, keys, 1)
 		require.Equal(t, time.Duration(-1), b.rdb.TTL(ctx, keys[0]).Val(), "the run record expires with the deleted schedule's")
 		require.Equal(t, 1, queuetest.CountTasks(t, b.rdb, queue.QueueNameDefault))

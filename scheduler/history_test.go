@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // TestHistory checks that a schedule's run history stays bounded by
@@ -47,7 +48,7 @@ func TestHistory(t *testing.T) {
 		require.Equal(t, start.Add(20*time.Minute), runs[0].RunAt)
 		require.Equal(t, pending, runs[5].IdempotencyKey)
 		require.Equal(t, model.RunEnqueued, runs[5].Status)
-		keys, err := b.rdb.Keys(context.Background(), "chronos:*:run:*").Result()
+		keys, err := queuetest.FindKeys(context.Background(), b.rdb, "chronos:*:run:*")
 		require.NoError(t, err)
 		require.Len(t, keys, 6, "trimmed run records are deleted")
 
@@ -99,7 +100,7 @@ func TestHistory(t *testing.T) {
 				runs, err := b.store.ListRuns(ctx, "ps", 100000)
 				require.NoError(t, err)
 				require.LessOrEqual(t, len(runs), bound)
-				keys, err := b.rdb.Keys(ctx, "chronos:*:run:*").Result()
+				keys, err := queuetest.FindKeys(ctx, b.rdb, "chronos:*:run:*")
 				require.NoError(t, err)
 				require.LessOrEqual(t, len(keys), bound, "run records kept")
 			})

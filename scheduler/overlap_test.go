@@ -90,7 +90,7 @@ func TestOverlap(t *testing.T) {
 				runs = queuetest.RequireRuns(t, b.store, rec.ID, "", want...)
 				require.Equal(t, model.ReasonCatchupDropped, runs[2].Reason)
 				require.Equal(t, model.RunEnqueued, runs[3].Status)
-				keys := b.rdb.Keys(context.Background(), "chronos:*:sched:q").Val()
+				keys := queuetest.Keys(t, b.rdb, "chronos:*:sched:q")
 				require.Len(t, keys, 1)
 				require.False(t, b.rdb.HExists(context.Background(), keys[0], "rel").Val(), "the release mark outlived its plan")
 			})

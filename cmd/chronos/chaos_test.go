@@ -181,12 +181,14 @@ var schedulerEnv = map[string]string{
 
 // chaosCluster is the processes, the Redis and the executor of one test.
 type chaosCluster struct {
-	t      *testing.T
-	ctx    context.Context
-	bin    string
-	dir    string
-	redis  *queuetest.Redis
-	rdb    *redis.Client
+	t     *testing.T
+	ctx   context.Context
+	bin   string
+	dir   string
+	redis *queuetest.Redis
+	// rdb reaches every key whatever the topology: on a Cluster a
+	// cluster client, which routes each command to its slot's master.
+	rdb    redis.UniversalClient
 	exec   *recordingExecutor
 	wake   *wakeRecorder // WAKE_URL of the launchers (alarm_chaos_test.go)
 	client *http.Client
@@ -228,7 +230,7 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
 	c.bin = bin
 	c.redis = queuetest.StartRedis(t)
-	c.rdb = c.redis.Client(t)
+	c.rdb = c.redis.Universal(t)
 	c.exec = newRecordingExecutor(t)
 	c.wake = newWakeRecorder(t)
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
@@ -616,15 +618,37 @@ func (c *chaosCluster) progress(schedules []chaosSchedule, end time.Time) (missi
 	return missing, unfinished
 }
 
-// scanKeys returns every key matching pattern.
+// scanKeys returns every key matching pattern. On a Cluster SCAN walks
+// one node, so it walks every master; a master that is failing over
+// answers with an error, and the walk waits for it like any other read.
 func (c *chaosCluster) scanKeys(pattern string) []string {
 	c.t.Helper()
-	var out []string
-	iter := c.rdb.Scan(c.ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(c.ctx) {
-		out = append(out, iter.Val())
+	scan := func(ctx context.Context, rdb redis.Cmdable) ([]string, error) {
+		var out []string
+		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			out = append(out, iter.Val())
+		}
+		return out, iter.Err()
 	}
-	require.NoError(c.t, iter.Err())
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		out, err := scan(c.ctx, c.rdb)
+		require.NoError(c.t, err)
+		return out
+	}
+	var (
+		mu  sync.Mutex
+		out []string
+	)
+	err := cc.ForEachMaster(c.ctx, func(ctx context.Context, m *redis.Client) error {
+		keys, err := scan(ctx, m)
+		mu.Lock()
+		out = append(out, keys...)
+		mu.Unlock()
+		return err
+	})
+	require.NoError(c.t, err)
 	return out
 }
 

@@ -81,6 +81,10 @@ func TestChaosFailover(t *testing.T) {
 		require.True(t, n >= 0 && n <= 10000, "CHRONOS_FAILOVER_LAG_MS=%d: want 0 to 10000", n)
 		lag = time.Duration(n) * time.Millisecond
 	}
+	if topo == queuetest.TopologyCluster && os.Getenv(queuetest.ClusterReplicasEnv) == "" {
+		// A killed master needs a replica to promote.
+		t.Setenv(queuetest.ClusterReplicasEnv, "1")
+	}
 	t.Logf("%s: %d kills, each with the replica %s behind", topo, kills, lag)
 	began := time.Now()
 	c := newChaosCluster(t)

@@ -59,7 +59,7 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 		require.False(t, started)
 		require.Equal(t, ours, rdb.HGetAll(ctx, tkey).Val())
 
-		require.NoError(t, rdb.FlushDB(ctx).Err())
+		queuetest.FlushAll(t, rdb)
 		_, err = client.EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, info.Payload),
 			asynq.TaskID(key), asynq.Queue(q), asynq.ProcessAt(fire),
 			asynq.MaxRetry(7), asynq.Retention(2*time.Hour), asynq.Timeout(90*time.Second))
@@ -69,6 +69,6 @@ func TestAsynqWireMatchesClient(t *testing.T) {
 		require.Equal(t, theirs["state"], ours["state"], name)
 		require.Equal(t, rdb.ZScore(ctx, "asynq:{s00}chronos}:scheduled", key).Val(), ourScore, name)
 		require.Equal(t, theirs["pending_since"] != "", ours["pending_since"] != "", name)
-		require.NoError(t, rdb.FlushDB(ctx).Err())
+		queuetest.FlushAll(t, rdb)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // Redis is a redis-server process owned by one test.
@@ -152,36 +153,63 @@ func WaitRedis(ctx context.Context, addr string, timeout time.Duration, exited f
 // Fill makes Redis full: it writes 2 MiB of filler keys (fewer if Redis
 // refuses them first), then lowers maxmemory to 1 MiB under the memory
 // used, so Redis stays over it whatever its buffers do, and refuses
-// writes under noeviction. Deleting the returned keys gets it back under.
+// writes under noeviction. On a cluster it does so on every master (each
+// has its own maxmemory), so every slot refuses writes. Deleting the
+// returned keys (DelKeys) gets it back under.
 func Fill(t testing.TB, rdb redis.UniversalClient) []string {
 	t.Helper()
 	ctx := context.Background()
 	value := strings.Repeat("x", 64<<10)
+	const perServer = 32
+	// serverOf names the server a key lives on.
+	serverOf := func(string) string { return "" }
+	servers := 1
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		servers = 0
+		require.NoError(t, forEachServer(ctx, rdb, func(context.Context, redis.UniversalClient) error { servers++; return nil }))
+		serverOf = func(k string) string {
+			m, err := cc.MasterForKey(ctx, k)
+			if err != nil {
+				t.Fatalf("fill Redis: the master of %s: %v", k, err)
+			}
+			return m.Options().Addr
+		}
+	}
 	var keys []string
-	for i := 0; i < 32; i++ {
+	written := map[string]int{}
+	for i := 0; i < 4*perServer*servers && len(keys) < perServer*servers; i++ {
 		k := fmt.Sprintf("queuetest:filler:%d", i)
+		srv := serverOf(k)
+		if written[srv] >= perServer {
+			continue
+		}
 		if err := rdb.Set(ctx, k, value, 0).Err(); err != nil {
 			if !strings.HasPrefix(err.Error(), "OOM ") {
 				t.Fatalf("fill Redis: %v", err)
 			}
-			break
+			written[srv] = perServer // this one is full already
+			continue
 		}
 		keys = append(keys, k)
+		written[srv]++
 	}
-	info, err := rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		t.Fatalf("fill Redis: %v", err)
-	}
-	var used int64
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			used, _ = strconv.ParseInt(v, 10, 64)
+	err := forEachServer(ctx, rdb, func(ctx context.Context, srv redis.UniversalClient) error {
+		info, err := srv.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
 		}
-	}
-	if used < 2<<20 || len(keys) < 16 {
-		t.Fatalf("fill Redis: used_memory %d after %d filler keys: start it with --maxmemory of 4mb or more", used, len(keys))
-	}
-	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used-1<<20, 10)).Err(); err != nil {
+		var used int64
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				used, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if used < 2<<20 {
+			return fmt.Errorf("used_memory %d of %d filler keys: start it with --maxmemory of 4mb or more", used, len(keys))
+		}
+		return srv.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used-1<<20, 10)).Err()
+	})
+	if err != nil {
 		t.Fatalf("fill Redis: %v", err)
 	}
 	return keys

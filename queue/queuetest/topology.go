@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -15,13 +16,20 @@ import (
 //   - "sentinel": StartSentinel, a primary, a replica and three sentinels;
 //     Client follows the primary through the sentinels, URL is
 //     redis-sentinel://…, Addr the first primary;
-//   - "cluster": StartClusterOf 3 masters without replicas; URL is
+//   - "cluster": StartClusterOf 3 masters with ClusterReplicasEnv
+//     replicas each (default 0: no failover, fewer processes); URL is
 //     redis-cluster://…, Addr the first master, Universal a cluster
 //     client, and Client skips the test, which needs one node.
 //
 // make test-topologies runs the store, scheduler and launcher suites with
 // it set to sentinel and to cluster.
 const TopologyEnv = "CHRONOS_TEST_TOPOLOGY"
+
+// ClusterReplicasEnv is the number of replicas of each master (0 to 2,
+// default 0) of the cluster StartRedis starts under
+// CHRONOS_TEST_TOPOLOGY=cluster. A test that kills a master needs 1, so
+// that its replica is promoted; make test-failover sets it.
+const ClusterReplicasEnv = "CHRONOS_TEST_CLUSTER_REPLICAS"
 
 // Topologies StartRedis can start.
 const (
@@ -54,7 +62,7 @@ func startTopology(t testing.TB, extra ...string) *Redis {
 		s := StartSentinel(t, extra...)
 		return &Redis{Addr: s.Redis[0].Addr, URL: s.URL, sentinel: s}
 	case TopologyCluster:
-		c := StartClusterOf(t, 3, 0, extra...)
+		c := StartClusterOf(t, 3, clusterReplicas(t), extra...)
 		return &Redis{Addr: c.Nodes[0].Addr, URL: c.URL, cluster: c}
 	}
 	return nil
@@ -79,3 +87,18 @@ func (r *Redis) Sentinel() *Sentinel { return r.sentinel }
 // Cluster is the Cluster StartRedis started under
 // CHRONOS_TEST_TOPOLOGY=cluster, nil otherwise.
 func (r *Redis) Cluster() *Cluster { return r.cluster }
+
+// clusterReplicas returns the replicas per master ClusterReplicasEnv asks
+// for, failing the test on a value out of range.
+func clusterReplicas(t testing.TB) int {
+	t.Helper()
+	v := os.Getenv(ClusterReplicasEnv)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 2 {
+		t.Fatalf("%s=%q: want 0, 1 or 2", ClusterReplicasEnv, v)
+	}
+	return n
+}

@@ -73,6 +73,16 @@ type Config struct {
 	// refuses one more (ErrQuota) until some fire or are cancelled.
 	// Default AlarmMaxActiveDefault.
 	AlarmMaxActive int
+	// WaitReplicas, when set, makes each commit (the runs a scheduler
+	// plans, their tasks and their schedules' advance) wait until this
+	// many replicas acknowledged it (Redis WAIT), so that a failover to
+	// one of them keeps it; a commit they did not acknowledge within
+	// WaitTimeout fails with ErrNotReplicated, though it stands on the
+	// master. Default 0: no wait (Redis replicates asynchronously).
+	WaitReplicas int
+	// WaitTimeout bounds the wait of WaitReplicas. Default
+	// WaitTimeoutDefault.
+	WaitTimeout time.Duration
 	// Logger receives what the store notices on its own, such as a
 	// schedule pausing itself after failed runs (pause_after_failures).
 	// Default nil: not logged.
@@ -95,6 +105,7 @@ func (c *Config) WithDefaults() Config {
 	v.WorkflowMaxBytes = cmp.Or(v.WorkflowMaxBytes, WorkflowMaxBytesDefault)
 	v.WorkflowMaxVersions = cmp.Or(v.WorkflowMaxVersions, WorkflowMaxVersionsDefault)
 	v.AlarmMaxActive = cmp.Or(v.AlarmMaxActive, AlarmMaxActiveDefault)
+	v.WaitTimeout = cmp.Or(v.WaitTimeout, WaitTimeoutDefault)
 	return v
 }
 
@@ -121,6 +132,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("queue: Config.WorkflowMaxVersions must be positive, got %d", c.WorkflowMaxVersions)
 	case c.AlarmMaxActive < 1:
 		return fmt.Errorf("queue: Config.AlarmMaxActive must be positive, got %d", c.AlarmMaxActive)
+	case c.WaitReplicas < 0 || c.WaitReplicas > WaitReplicasMax:
+		return fmt.Errorf("queue: Config.WaitReplicas must be between 0 and %d, got %d", WaitReplicasMax, c.WaitReplicas)
+	case c.WaitTimeout < time.Millisecond:
+		return fmt.Errorf("queue: Config.WaitTimeout must be at least 1ms, got %s", c.WaitTimeout)
 	}
 	return nil
 }

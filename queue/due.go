@@ -253,8 +253,12 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 		// would misread every plan after it.
 		return nil, fmt.Errorf("commit %d plans of shard %d: %d arguments, not the %d commit.lua reads", len(plans), shard, len(args), want)
 	}
-	res, err := commitScript.Run(ctx, s.rdb,
-		[]string{dueKey(shard), inflightKey(shard), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}, args...).Slice()
+	cmd, err := s.runCommit(ctx,
+		[]string{dueKey(shard), inflightKey(shard), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}, args...)
+	var res []any
+	if err == nil {
+		res, err = cmd.Slice()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
 	}

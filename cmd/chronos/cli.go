@@ -61,6 +61,9 @@ type Common struct {
 
 	AlarmMaxActive int `name:"alarm-max-active" env:"ALARM_MAX_ACTIVE" default:"10000" help:"Most active alarms one agent (DID) may have; one more is refused (400 quota_exceeded) until some fire or are cancelled."`
 
+	RedisWaitReplicas int           `name:"redis-wait-replicas" env:"REDIS_WAIT_REPLICAS" default:"0" help:"After each commit of planned runs, wait (Redis WAIT) until this many replicas have it, so a failover keeps it; 0 for no wait. A commit not acknowledged within REDIS_WAIT_TIMEOUT fails the tick, and stands on the master. Read by schedulers."`
+	RedisWaitTimeout  time.Duration `name:"redis-wait-timeout" env:"REDIS_WAIT_TIMEOUT" default:"500ms" help:"How long a commit waits for REDIS_WAIT_REPLICAS replicas."`
+
 	TaskTimeout time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
 }
 

@@ -36,6 +36,8 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.WorkflowMaxBytes", "WORKFLOW_MAX_BYTES"},
 	{"Config.WorkflowMaxVersions", "WORKFLOW_MAX_VERSIONS"},
 	{"Config.AlarmMaxActive", "ALARM_MAX_ACTIVE"},
+	{"Config.WaitReplicas", "REDIS_WAIT_REPLICAS"},
+	{"Config.WaitTimeout", "REDIS_WAIT_TIMEOUT"},
 
 	{"Config.TickInterval", "TICK_MS"},
 	{"Config.MaxCatchupPerTick", "MAX_CATCHUP_PER_TICK"},
@@ -104,6 +106,9 @@ func storeConfig(c Common) *queue.Config {
 		WorkflowMaxBytes:    c.WorkflowMaxBytes,
 		WorkflowMaxVersions: c.WorkflowMaxVersions,
 		AlarmMaxActive:      c.AlarmMaxActive,
+
+		WaitReplicas: c.RedisWaitReplicas,
+		WaitTimeout:  c.RedisWaitTimeout,
 	}
 }
 

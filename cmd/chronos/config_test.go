@@ -29,7 +29,7 @@ func TestEveryFieldTheBinarySetsIsNamed(t *testing.T) {
 	}
 	// Settings all set, to non-zero values.
 	common := Common{Shards: 1, LookaheadMS: 1, RunHistory: 1, TaskRetention: time.Hour, Queue: "q", TaskMaxRetry: 1, TaskTimeout: time.Minute,
-		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1}
+		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1, RedisWaitReplicas: 1, RedisWaitTimeout: time.Second}
 	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, RunTimeout: time.Second, MisfireGraceMS: 1}
 	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second}
 	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1,

@@ -36,7 +36,6 @@ func setupAlarms(t *testing.T, cfg *queue.Config) *alarmBundle {
 	t.Helper()
 	r := queuetest.StartRedis(t)
 	rdb := r.Universal(t)
-	rdb.AddHook(queuetest.NewKeyGuard())
 	clock := queue.NewSimClock(methodNow)
 	store, err := queue.NewStore(context.Background(), rdb, clock, cfg)
 	require.NoError(t, err)

@@ -64,7 +64,6 @@ func setupMethod(t *testing.T, r *queuetest.Redis, db int) *methodBundle {
 		t.Cleanup(turn.Unlock)
 		rdb = r.Universal(t)
 		queuetest.FlushAll(t, rdb)
-		rdb.AddHook(queuetest.NewKeyGuard())
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: db})
 		c.AddHook(queuetest.NewKeyGuard())

@@ -29,11 +29,11 @@ func TestManualRunOfAScheduledKeyLivesInTheSchedulesShard(t *testing.T) {
 
 	// A key that is not the schedule's run at that time is refused and
 	// writes nothing.
-	keysBefore := b.rdb.Keys(ctx, "*").Val()
+	keysBefore := queuetest.Keys(t, b.rdb, "*")
 	_, _, err := b.store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
 		ScheduledFor: at.Add(time.Minute), IdempotencyKey: key, ScheduleID: id})
 	require.ErrorIs(t, err, queue.ErrInvalidManualRun)
-	require.ElementsMatch(t, keysBefore, b.rdb.Keys(ctx, "*").Val())
+	require.ElementsMatch(t, keysBefore, queuetest.Keys(t, b.rdb, "*"))
 
 	m := queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u", ScheduledFor: at, IdempotencyKey: key, ScheduleID: id}
 	run, started, err := b.store.StartManualRun(ctx, m)
@@ -45,7 +45,7 @@ func TestManualRunOfAScheduledKeyLivesInTheSchedulesShard(t *testing.T) {
 		"the mark is where the schedule's commit looks")
 	marks := b.rdb.Keys(ctx, "chronos:*:manual:*").Val()
 	require.Equal(t, []string{queue.ManualKeyPrefix(sh) + key}, marks, "no other shard is marked")
-	for _, k := range b.rdb.Keys(ctx, "*").Val() {
+	for _, k := range queuetest.Keys(t, b.rdb, "*") {
 		if strings.Contains(k, key) {
 			require.Equal(t, queuetest.Slot(queue.RunKey(sh, key)), queuetest.Slot(k), "%s is in the schedule's slot", k)
 		}

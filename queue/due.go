@@ -293,19 +293,57 @@ func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans 
 // ExpireInflight fails in-flight runs past their deadline (reason
 // model.ReasonRunTimeout) and releases their schedules; it returns the
 // failed runs' keys.
+//
+// The schedules past their deadline and the runs they have in flight are
+// read first, so the script gets every key it touches in KEYS; it checks
+// them again, and leaves one that changed meanwhile to the next call.
 func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, limit int, reason string) ([]string, error) {
-	res, err := expireInflightScript.Run(ctx, s.rdb, []string{dueKey(shard), inflightKey(shard)},
-		shardPrefix(shard), ms(now), limit, reason, s.queue(shard).Keys().TaskPrefix(), string(model.ReasonRunTimeout)).Slice()
+	ids, err := s.rdb.ZRangeByScore(ctx, inflightKey(shard), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	reads := make([]*redis.SliceCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = p.HMGet(ctx, scheduleKey(shard, id), sfInflight, sfOwner)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
+	}
+	q := s.queue(shard).Keys()
+	keys := []string{dueKey(shard), inflightKey(shard), autoPausedKey(shard)}
+	args := []any{ms(now), reason, string(model.ReasonRunTimeout)}
+	for i, id := range ids {
+		v := reads[i].Val()
+		inflight, _ := v[0].(string)
+		owner, _ := v[1].(string)
+		skey := scheduleKey(shard, id)
+		rkey, tkey, akey := skey, skey, skey
+		if inflight != "" {
+			rkey, tkey = runKey(shard, inflight), q.Task(inflight)
+		}
+		if owner != "" {
+			akey = alarmsActiveKey(shard, owner)
+		}
+		keys = append(keys, skey, rkey, tkey, akey)
+		args = append(args, id, inflight, owner)
+	}
+	res, err := expireInflightScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}
-	var keys []string
+	var failed []string
 	if len(res) == 2 {
-		keys = stringsOf(res[0])
+		failed = stringsOf(res[0])
 		for _, id := range stringsOf(res[1]) {
 			s.logAutoPaused(ctx, "", AutoPaused{ScheduleID: id, Error: reason})
 		}
 	}
-	s.ledger.count(model.ReasonRunTimeout, len(keys))
-	return keys, nil
+	s.ledger.count(model.ReasonRunTimeout, len(failed))
+	return failed, nil
 }

@@ -265,11 +265,11 @@ const (
 // final: reporting the same one again is a no-op, reporting a different
 // one is ErrConflict. A final status releases the schedule's overlap hold.
 func (s *Store) UpdateRunStatus(ctx context.Context, key string, u StatusUpdate) (*model.Run, error) {
-	_, sh, err := s.GetRun(ctx, key)
+	r, sh, err := s.GetRun(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.reportStatus(ctx, sh, key, u); err != nil {
+	if err := s.reportStatus(ctx, sh, key, r.ScheduleID, u); err != nil {
 		return nil, err
 	}
 	return s.runOnShard(ctx, sh, key)
@@ -278,7 +278,7 @@ func (s *Store) UpdateRunStatus(ctx context.Context, key string, u StatusUpdate)
 // ReportTaskStatus records the status of the run a task carries; its
 // shard is known from the task, so no search is needed.
 func (s *Store) ReportTaskStatus(ctx context.Context, p *TaskPayload, u StatusUpdate) error {
-	return s.reportStatus(ctx, s.taskShard(p), p.IdempotencyKey, u)
+	return s.reportStatus(ctx, s.taskShard(p), p.IdempotencyKey, p.ScheduleID, u)
 }
 
 // taskShard is the shard of a task's run record: its schedule's, or for a
@@ -294,22 +294,50 @@ func (s *Store) taskShard(p *TaskPayload) int {
 	return s.shard(p.IdempotencyKey)
 }
 
+// statusTries bounds the status script's calls for one report: the
+// first names the schedule the caller knows (the task's, or the record's
+// it read) and no owner; an alarm's run needs a second call with its
+// owner's active set, and a third covers a schedule id the caller had
+// wrong.
+const statusTries = 3
+
 // reportStatus runs the status script on the run's shard. Error text is
 // cut to model.MaxRunErrorLen bytes and a run id to model.MaxIDLen,
 // whoever reports (the API, or an executor's answer through a launcher).
-func (s *Store) reportStatus(ctx context.Context, sh int, key string, u StatusUpdate) error {
+// sid is the run's schedule id as the caller knows it; the script checks
+// it and the owner, whose keys it gets in KEYS, and answers statusRetry
+// with the right ones when they differ, having written nothing.
+func (s *Store) reportStatus(ctx context.Context, sh int, key, sid string, u StatusUpdate) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
-	// Through the batcher: the runs a launcher took together report
-	// together.
 	failed := ""
 	if u.DeliveryFailed {
 		failed = flagSet
 	}
-	res, err := s.batch.runScript(ctx, statusScript, []string{runKey(sh, key), dueKey(sh), inflightKey(sh)},
-		shardPrefix(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
-		string(u.Reason)).Slice()
-	if err != nil {
-		return fmt.Errorf("update run %s: %w", key, err)
+	owner := ""
+	var res []any
+	for try := 1; ; try++ {
+		skey := runKey(sh, key) // a declared key of the slot when there is no schedule
+		if sid != "" {
+			skey = scheduleKey(sh, sid)
+		}
+		// Through the batcher: the runs a launcher took together report
+		// together.
+		var err error
+		res, err = s.batch.runScript(ctx, statusScript,
+			[]string{runKey(sh, key), dueKey(sh), inflightKey(sh), skey, alarmsActiveKey(sh, owner), autoPausedKey(sh)},
+			releasedChannel(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
+			string(u.Reason), sid, owner).Slice()
+		if err != nil {
+			return fmt.Errorf("update run %s: %w", key, err)
+		}
+		if code, _ := res[0].(int64); code != statusRetry {
+			break
+		}
+		if try == statusTries {
+			return fmt.Errorf("update run %s: its schedule or owner changed %d times while it was reported: %w", key, try, ErrConflict)
+		}
+		sid, _ = res[1].(string)
+		owner, _ = res[2].(string)
 	}
 	code, _ := res[0].(int64)
 	cur, _ := res[1].(string)

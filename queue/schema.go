@@ -243,6 +243,7 @@ const (
 	statusNotFound  = -1 // status.lua: no such run
 	statusUnchanged = 0  // status.lua: final already, or not in the status asked
 	statusChanged   = 1  // status.lua: the new status is recorded
+	statusRetry     = 2  // status.lua: the schedule or owner named was not the run's: call again with those it answers
 
 	manualExists  = 0 // manual_run.lua: a run has this key
 	manualCreated = 1 // manual_run.lua: created, by this call
@@ -320,7 +321,7 @@ var luaNames = []struct {
 	{"alarmCreateNew", alarmCreateNew}, {"alarmCreateDeduped", alarmCreateDeduped}, {"alarmCreateIDTaken", alarmCreateIDTaken},
 	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCancelNotFound", alarmCancelNotFound},
 	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},
-	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged},
+	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged}, {"statusRetry", statusRetry},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
 	{"attemptNotEnqueued", attemptNotEnqueued},
 	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},

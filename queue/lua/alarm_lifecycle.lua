@@ -31,17 +31,19 @@ end
 
 -- alarm_end sets the alarm at skey (read as a, by alarm_of) to terminal
 -- status st, with last_error err unless err is nil, and takes it out of
--- its owner's active set as cancel does, so the set holds only the alarms
--- that may fire. The set is in the alarm's shard: skey's prefix up to its
--- hash tag.
-local function alarm_end(skey, a, st, err)
+-- its owner's active set (active_key, from the caller's KEYS) as cancel
+-- does, so the set holds only the alarms that may fire. The set is in the
+-- alarm's shard. A caller that passes no active_key (commit.lua, until it
+-- passes the key in KEYS) has the set's key derived from skey's prefix up
+-- to its hash tag.
+local function alarm_end(skey, a, st, err, active_key)
   redis.call('HSET', skey, afStatus, st)
   if err then
     redis.call('HSET', skey, afLastErr, err)
   end
   local pfx = string.match(skey, '^[^{]*{[^}]*}:')
   if pfx and a.owner then
-    redis.call('SREM', pfx .. segAlarmsActive .. a.owner, string.sub(skey, #pfx + #segSched + 1))
+    redis.call('SREM', active_key or (pfx .. segAlarmsActive .. a.owner), string.sub(skey, #pfx + #segSched + 1))
   end
 end
 
@@ -57,8 +59,8 @@ end
 -- alarm_run_ended applies the end of one of its runs to the alarm at
 -- skey: final status st, the run's error err, at now (ms). delivery_failed
 -- says the run failed because its last delivery did, which counts as the
--- ones before it.
-local function alarm_run_ended(skey, st, err, now, delivery_failed)
+-- ones before it. active_key is the owner's active set (alarm_end).
+local function alarm_run_ended(skey, st, err, now, delivery_failed, active_key)
   local a = alarm_of(skey)
   if not a then
     return
@@ -67,7 +69,7 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed)
   if st == stSuccess then
     redis.call('HSET', skey, afLastFired, now)
     if once then
-      alarm_end(skey, a, alarmFired, nil)
+      alarm_end(skey, a, alarmFired, nil, active_key)
     end
     return
   end
@@ -75,17 +77,27 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed)
     redis.call('HINCRBY', skey, afFailures, 1)
   end
   if once then
-    alarm_end(skey, a, alarmFailed, err)
+    alarm_end(skey, a, alarmFailed, err, active_key)
   elseif st == stFailed then
     redis.call('HSET', skey, afLastErr, err)
   end
 end
 
 -- alarm_retire fails the active alarm at skey, which the scheduler
--- retired: why says why it fires no more.
-local function alarm_retire(skey, why)
+-- retired: why says why it fires no more. active_key is the owner's
+-- active set (alarm_end).
+local function alarm_retire(skey, why, active_key)
   local a = alarm_of(skey)
   if a and a.status == alarmActive then
-    alarm_end(skey, a, alarmFailed, why)
+    alarm_end(skey, a, alarmFailed, why, active_key)
   end
+end
+
+-- alarm_owner_differs says whether the schedule at skey is an alarm whose
+-- owner is not owner, the one the caller read to name the owner's active
+-- set in KEYS: the caller then answers before writing anything, with the
+-- owner, and is called again with that set.
+local function alarm_owner_differs(skey, owner)
+  local a = redis.call('HMGET', skey, sfTarget, sfOwner)
+  return a[1] == targetWake and (a[2] or '') ~= owner, a[2] or ''
 end

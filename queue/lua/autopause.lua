@@ -22,9 +22,9 @@
 
 -- autopause_run_ended applies the end of one of its runs (final status
 -- st, error err, at now ms) to the schedule id at skey, whose shard's due
--- set is due_key. It returns the streak when it paused the schedule, else
--- nil.
-local function autopause_run_ended(skey, due_key, id, st, err, now)
+-- set is due_key and auto-pause counter counter_key. It returns the
+-- streak when it paused the schedule, else nil.
+local function autopause_run_ended(skey, due_key, counter_key, id, st, err, now)
   if st == stSuccess then
     if redis.call('HEXISTS', skey, sfFailStreak) == 1 then
       redis.call('HDEL', skey, sfFailStreak)
@@ -47,6 +47,6 @@ local function autopause_run_ended(skey, due_key, id, st, err, now)
   redis.call('HSET', skey, sfPaused, flagSet, sfPausedWhy, pausedFailures, sfPausedAt, now,
     sfPausedNote, 'paused after ' .. n .. ' consecutive FAILED runs (pause_after_failures ' .. limit .. ')')
   redis.call('ZADD', due_key, '+inf', id)
-  redis.call('INCR', string.match(skey, '^[^{]*{[^}]*}:') .. segAutoPaused)
+  redis.call('INCR', counter_key)
   return n
 end

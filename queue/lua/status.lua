@@ -3,11 +3,19 @@
 -- in-flight run, the schedule is released (and resumed if it was held);
 -- an alarm's state follows its run's end (alarm_lifecycle.lua); if the
 -- release makes the schedule due at once, its id is published on the
--- shard's channel (ARGV[1] .. chanReleased).
+-- shard's channel (ARGV[1]).
+-- Every key comes in KEYS. The schedule's and its owner's keys depend on
+-- what the run and the schedule hold, so the caller reads them first and
+-- names what it read (ARGV[11], ARGV[12]); when the script finds otherwise
+-- it writes nothing and answers statusRetry with what it found, and the
+-- caller calls again with those keys.
 -- KEYS[1] -> run hash
 -- KEYS[2] -> due zset
 -- KEYS[3] -> in-flight zset
--- ARGV[1] -> shard key prefix ("chronos:{sNN}:")
+-- KEYS[4] -> the schedule hash of ARGV[11] (KEYS[1] again when none)
+-- KEYS[5] -> the active set of ARGV[12], the schedule's owner (an alarm's)
+-- KEYS[6] -> the shard's auto-pause counter (autopause.lua)
+-- ARGV[1] -> the shard's released channel (chronos:{sNN}:released)
 -- ARGV[2] -> idempotency key
 -- ARGV[3] -> new status
 -- ARGV[4] -> run id ("" = keep)
@@ -26,17 +34,32 @@
 --            (alarm_lifecycle.lua); "" otherwise
 -- ARGV[10] -> reason of a SKIPPED or FAILED run (model.RunReason; "" =
 --            none)
+-- ARGV[11] -> the run's schedule id as the caller knows it ("" = none)
+-- ARGV[12] -> that schedule's owner as the caller read it ("" = none)
 -- Output: {statusNotFound, ''}; {statusUnchanged, current} (final, or not
 -- ARGV[7]); {statusChanged, new}, and a third element, the streak of
--- FAILED runs, when the run's end paused its schedule (autopause.lua)
-local pfx, key, status, execID, errText, now, from, rule, failedCall, rsn =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet, ARGV[10]
+-- FAILED runs, when the run's end paused its schedule (autopause.lua);
+-- {statusRetry, schedule id, owner}: ARGV[11] or ARGV[12] was not what
+-- the run and its schedule hold, nothing written
+local channel, key, status, execID, errText, now, from, rule, failedCall, rsn, sid, owner =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet, ARGV[10],
+  ARGV[11], ARGV[12]
 local st = redis.call('HGET', KEYS[1], rfStatus)
 if not st then
   return {statusNotFound, ''}
 end
 if run_is_final(st) or (from ~= '' and st ~= from) then
   return {statusUnchanged, st}
+end
+local id = redis.call('HGET', KEYS[1], rfSchedule) or ''
+if id ~= sid then
+  return {statusRetry, id, ''}
+end
+if id ~= '' then
+  local differs, o = alarm_owner_differs(KEYS[4], owner)
+  if differs then
+    return {statusRetry, id, o}
+  end
 end
 redis.call('HSET', KEYS[1], rfStatus, status, rfUpdated, now)
 if execID ~= '' then
@@ -50,11 +73,10 @@ if rsn ~= '' then
 end
 local paused = nil
 if run_is_final(status) then
-  local id = redis.call('HGET', KEYS[1], rfSchedule)
-  if id and id ~= '' then
-    local skey = pfx .. segSched .. id
-    alarm_run_ended(skey, status, redis.call('HGET', KEYS[1], rfError) or '', now, failedCall)
-    paused = autopause_run_ended(skey, KEYS[2], id, status, redis.call('HGET', KEYS[1], rfError) or '', now)
+  if id ~= '' then
+    local skey = KEYS[4]
+    alarm_run_ended(skey, status, redis.call('HGET', KEYS[1], rfError) or '', now, failedCall, KEYS[5])
+    paused = autopause_run_ended(skey, KEYS[2], KEYS[6], id, status, redis.call('HGET', KEYS[1], rfError) or '', now)
     if redis.call('HGET', skey, sfInflight) == key then
       local did
       if rule == releaseAbandoned then
@@ -65,7 +87,7 @@ if run_is_final(status) then
       if release(skey, id, KEYS[2], KEYS[3], did, now) then
         -- Due at once: the scheduler holding the shard plans it now, not
         -- at its next tick (Store.WatchReleased).
-        redis.call('PUBLISH', pfx .. chanReleased, id)
+        redis.call('PUBLISH', channel, id)
       end
     end
   end

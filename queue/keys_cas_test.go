@@ -1,0 +1,88 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// The scripts whose keys depend on what Redis holds get those keys from
+// their caller, which reads first; each script checks again what was
+// read and writes nothing on what changed since. These tests change it
+// between the read and the script.
+
+// ExpireInflight reads which run a schedule has in flight before its
+// script; a schedule that put another run in flight meanwhile is left
+// alone, and the next call fails the run it has now.
+func TestExpireInflightLeavesAScheduleWhoseRunChangedSinceRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupMethod(t, queuetest.StartRedis(t), 1)
+	const id = "s1"
+	sh := queue.ShardOf(id, queue.ShardsDefault)
+	T := methodNow
+	sched, infl := queue.ScheduleKey(sh, id), queue.InflightKey(sh)
+	b.seed(t, redisState{
+		hashes: map[string]map[string]string{
+			sched:                 {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(T.Add(time.Minute)), queue.SfInflight: "k1"},
+			queue.RunKey(sh, "k1"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunEnqueued)},
+			queue.RunKey(sh, "k2"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunStarted)},
+		},
+		zsets: map[string]map[string]float64{infl: {id: float64(T.UnixMilli() - 1)}},
+	})
+	hook := &queuetest.ScriptHook{
+		Match: func(keys []string) bool { return len(keys) > 3 && keys[1] == infl },
+		Fail: func(n int) error {
+			if n == 1 { // k1 ended and k2 went in flight after the read
+				require.NoError(t, b.rdb.HSet(ctx, sched, queue.SfInflight, "k2").Err())
+			}
+			return nil
+		},
+	}
+	b.rdb.AddHook(hook)
+
+	failed, err := b.store.ExpireInflight(ctx, sh, T, 100, "timed out")
+	require.NoError(t, err)
+	require.Empty(t, failed, "the run read is no longer in flight")
+	require.Equal(t, string(model.RunEnqueued), b.rdb.HGet(ctx, queue.RunKey(sh, "k1"), queue.RfStatus).Val(), "k1 untouched")
+	require.Equal(t, "k2", b.rdb.HGet(ctx, sched, queue.SfInflight).Val())
+
+	failed, err = b.store.ExpireInflight(ctx, sh, T, 100, "timed out")
+	require.NoError(t, err)
+	require.Equal(t, []string{"k2"}, failed)
+	require.Equal(t, string(model.RunFailed), b.rdb.HGet(ctx, queue.RunKey(sh, "k2"), queue.RfStatus).Val())
+	require.Len(t, hook.Calls(), 2)
+}
+
+// A status report that names no schedule for a schedule's run (or the
+// wrong one) is answered with the run's schedule, and the report is made
+// again with that schedule's keys: the schedule is released as always.
+func TestReportStatusFollowsTheScheduleTheRunNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupMethod(t, queuetest.StartRedis(t), 1)
+	const id = "s1"
+	sh := queue.ShardOf(id, queue.ShardsDefault)
+	sched, infl := queue.ScheduleKey(sh, id), queue.InflightKey(sh)
+	b.seed(t, redisState{
+		hashes: map[string]map[string]string{
+			sched:                 {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(methodNow.Add(time.Minute)), queue.SfInflight: "k1"},
+			queue.RunKey(sh, "k1"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunStarted)},
+		},
+		zsets: map[string]map[string]float64{infl: {id: float64(methodNow.Add(time.Hour).UnixMilli())}},
+	})
+
+	// The task routes to the schedule's shard but does not say whose run
+	// it is.
+	p := &queue.TaskPayload{IdempotencyKey: "k1", ShardOf: id}
+	require.NoError(t, b.store.ReportTaskStatus(ctx, p, queue.StatusUpdate{Status: model.RunSuccess}))
+	require.Equal(t, string(model.RunSuccess), b.rdb.HGet(ctx, queue.RunKey(sh, "k1"), queue.RfStatus).Val())
+	require.False(t, b.rdb.HExists(ctx, sched, queue.SfInflight).Val(), "released: the script got the schedule's keys")
+	require.Zero(t, b.rdb.ZCard(ctx, infl).Val())
+}

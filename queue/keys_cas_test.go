@@ -30,7 +30,7 @@ func TestExpireInflightLeavesAScheduleWhoseRunChangedSinceRead(t *testing.T) {
 	sched, infl := queue.ScheduleKey(sh, id), queue.InflightKey(sh)
 	b.seed(t, redisState{
 		hashes: map[string]map[string]string{
-			sched:                 {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(T.Add(time.Minute)), queue.SfInflight: "k1"},
+			sched:                  {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(T.Add(time.Minute)), queue.SfInflight: "k1"},
 			queue.RunKey(sh, "k1"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunEnqueued)},
 			queue.RunKey(sh, "k2"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunStarted)},
 		},
@@ -72,7 +72,7 @@ func TestReportStatusFollowsTheScheduleTheRunNames(t *testing.T) {
 	sched, infl := queue.ScheduleKey(sh, id), queue.InflightKey(sh)
 	b.seed(t, redisState{
 		hashes: map[string]map[string]string{
-			sched:                 {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(methodNow.Add(time.Minute)), queue.SfInflight: "k1"},
+			sched:                  {queue.SfCreated: "1", queue.SfVer: "1", queue.SfNext: msStr(methodNow.Add(time.Minute)), queue.SfInflight: "k1"},
 			queue.RunKey(sh, "k1"): {queue.RfSchedule: id, queue.RfStatus: string(model.RunStarted)},
 		},
 		zsets: map[string]map[string]float64{infl: {id: float64(methodNow.Add(time.Hour).UnixMilli())}},

@@ -62,10 +62,26 @@ func (d *DueSchedule) Plan() Plan {
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
-// before until.
+// before until. It reads the ids first, so the script that reads their
+// hashes gets every key in KEYS; the script leaves out one no longer due.
 func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit int) ([]DueSchedule, error) {
-	res, err := readDueScript.Run(ctx, s.rdb, []string{dueKey(shard)},
-		ms(until), limit, shardPrefix(shard)+segSched).StringSlice()
+	ids, err := s.rdb.ZRangeByScore(ctx, dueKey(shard), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(ms(until), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 1, len(ids)+1)
+	keys[0] = dueKey(shard)
+	args := make([]any, 1, len(ids)+1)
+	args[0] = ms(until)
+	for _, id := range ids {
+		keys = append(keys, scheduleKey(shard, id))
+		args = append(args, id)
+	}
+	res, err := readDueScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}

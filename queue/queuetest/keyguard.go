@@ -45,7 +45,6 @@ var KeyGuardExempt = map[string]string{
 	"-- Commit a page of plans atomically": "commit.lua: keys from ARGV prefixes",
 	// Not converted yet: each builds keys from a shard prefix or from
 	// what it reads.
-	"-- Read a page of due schedules with the state":                 "read_due.lua",
 	"-- Create or update a schedule's definition in one round trip.": "upsert.lua",
 	"-- Pause or resume a schedule. Resuming does not catch up":      "pause.lua",
 	"-- Delete a schedule. Its run records stay readable":            "delete.lua",

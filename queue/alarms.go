@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/chronos-sched/chronos/model"
 )
 
@@ -31,7 +33,7 @@ import (
 const AlarmListMax = 500
 
 // alarmPendingRuns is how many of an alarm's newest runs a read looks at
-// for one not yet delivered (alarm_read.lua): runs are queued ahead of
+// for one not yet delivered (loadAlarms): runs are queued ahead of
 // their time and delivered in order, so the earliest undelivered one is
 // among the newest.
 const alarmPendingRuns = 16
@@ -271,40 +273,62 @@ func (s *Store) CancelAlarm(ctx context.Context, owner, id string) (*model.Sched
 	return s.GetAlarm(ctx, owner, id)
 }
 
-// loadAlarms reads the alarms of ids, all of shard sh, in one script;
-// an id that is missing or not an alarm is nil in the result.
+// loadAlarms reads the alarms of ids, all of shard sh; an id that is
+// missing or not an alarm is nil in the result. Two pipelines, no
+// script: each alarm's hash and newest runs, then those runs' status. An
+// alarm's view need not be one snapshot, and run keys read from the
+// history could not be a script's KEYS before it is read.
 func (s *Store) loadAlarms(ctx context.Context, sh int, ids []string) ([]*model.ScheduleRecord, error) {
-	keys := make([]string, 0, 2*len(ids))
-	for _, id := range ids {
-		keys = append(keys, scheduleKey(sh, id), historyKey(sh, id))
-	}
-	res, err := alarmReadScript.Run(ctx, s.rdb, keys, runKey(sh, ""), alarmPendingRuns).Slice()
-	if err != nil {
+	hashes := make([]*redis.MapStringStringCmd, len(ids))
+	histories := make([]*redis.ZSliceCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			hashes[i] = p.HGetAll(ctx, scheduleKey(sh, id))
+			histories[i] = p.ZRevRangeWithScores(ctx, historyKey(sh, id), 0, alarmPendingRuns-1)
+		}
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("read alarms: %w", err)
 	}
 	out := make([]*model.ScheduleRecord, len(ids))
-	for i, id := range ids {
-		item, _ := res[i].([]any)
-		if len(item) != 2 {
-			return nil, fmt.Errorf("read alarm %s: unexpected answer %v", id, res[i])
+	statuses := make([][]*redis.StringCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			h := hashes[i].Val()
+			if h[sfTarget] != targetWake || h[sfCreated] == "" {
+				continue
+			}
+			rec, err := scheduleFromHash(id, h)
+			if err != nil {
+				return err
+			}
+			out[i] = rec
+			// An active alarm that recurs wakes next at its earliest run
+			// among its newest not yet delivered (ENQUEUED or STARTED):
+			// the stored next time has moved past the runs queued ahead.
+			if rec.Alarm.Status != model.AlarmActive || rec.Kind == model.KindOnce {
+				continue
+			}
+			for _, z := range histories[i].Val() {
+				key, _ := z.Member.(string)
+				statuses[i] = append(statuses[i], p.HGet(ctx, runKey(sh, key), rfStatus))
+			}
 		}
-		raw, _ := item[0].([]any)
-		h := make(map[string]string, len(raw)/2)
-		for j := 0; j+1 < len(raw); j += 2 {
-			k, _ := raw[j].(string)
-			v, _ := raw[j+1].(string)
-			h[k] = v
-		}
-		if h[sfTarget] != targetWake || h[sfCreated] == "" {
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read alarms: %w", err)
+	}
+	for i, rec := range out {
+		if rec == nil {
 			continue
 		}
-		rec, err := scheduleFromHash(id, h)
-		if err != nil {
-			return nil, err
+		pending := ""
+		for j, st := range statuses[i] {
+			if v := st.Val(); v == stEnqueued || v == stStarted {
+				pending = strconv.FormatFloat(histories[i].Val()[j].Score, 'f', -1, 64)
+			}
 		}
-		pending, _ := item[1].(string)
 		rec.NextRunAt = alarmNext(rec, pending)
-		out[i] = rec
 	}
 	return out, nil
 }

@@ -115,5 +115,4 @@ var (
 	requestAnswerScript  = loadScript("request_answer")
 	alarmCreateScript    = loadScript("alarm_create")
 	alarmCancelScript    = loadScript("alarm_cancel")
-	alarmReadScript      = loadReadOnlyScript("alarm_read")
 )

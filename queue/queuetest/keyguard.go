@@ -49,7 +49,6 @@ var KeyGuardExempt = map[string]string{
 	"-- Pause or resume a schedule. Resuming does not catch up":      "pause.lua",
 	"-- Delete a schedule. Its run records stay readable":            "delete.lua",
 	"-- Create an agent's alarm: its schedule hash and due entry":    "alarm_create.lua",
-	"-- Read alarms for their view: each one's hash":                 "alarm_read.lua",
 	"-- Create a page of a schedule's backfill runs":                 "backfill.lua",
 }
 

@@ -121,11 +121,26 @@ func (s *Store) CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (ala
 		next.ID = s.NewAlarmID(next.Owner)
 	}
 	pairs := encodeDef(&next)
+	// The alarm the owner's key names now, read so the script gets its key
+	// in KEYS; the script checks it and answers alarmCreateStale if it
+	// changed.
+	prev := ""
+	if a.IdempotencyKey != "" {
+		var err error
+		if prev, err = s.rdb.HGet(ctx, alarmKeysKey(sh, next.Owner), a.IdempotencyKey).Result(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, false, fmt.Errorf("create alarm of %s: %w", next.Owner, err)
+		}
+	}
+	pruned := false
 	for range alarmIDTries {
+		prevKey := scheduleKey(sh, next.ID)
+		if prev != "" {
+			prevKey = scheduleKey(sh, prev)
+		}
 		keys := []string{scheduleKey(sh, next.ID), dueKey(sh), versionsKey(sh),
-			alarmsKey(sh, next.Owner), alarmKeysKey(sh, next.Owner), alarmsActiveKey(sh, next.Owner)}
+			alarmsKey(sh, next.Owner), alarmKeysKey(sh, next.Owner), alarmsActiveKey(sh, next.Owner), prevKey}
 		args := []any{next.ID, ms(now), nextMS, score, timingHash(&next), a.IdempotencyKey,
-			s.cfg.AlarmMaxActive, scheduleKey(sh, "")}
+			s.cfg.AlarmMaxActive, prev}
 		if len(args) != alarmCreateHeaderArgs {
 			// alarm_create.lua finds the definition's pairs after these.
 			return nil, false, fmt.Errorf("create alarm of %s: %d fixed arguments, not the %d alarm_create.lua reads", next.Owner, len(args), alarmCreateHeaderArgs)
@@ -143,7 +158,19 @@ func (s *Store) CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (ala
 			id, _ := res[1].(string)
 			got, err := s.GetAlarm(ctx, next.Owner, id)
 			return got, code == alarmCreateDeduped, err
+		case alarmCreateStale:
+			prev, _ = res[1].(string)
+			continue
 		case alarmCreateTooMany:
+			if !pruned {
+				// Ids left over from alarms no longer active may fill the
+				// set: drop them and ask once more.
+				pruned = true
+				if err := s.pruneActive(ctx, sh, next.Owner); err != nil {
+					return nil, false, err
+				}
+				continue
+			}
 			return nil, false, fmt.Errorf("%s has %v active alarms, the most allowed (ALARM_MAX_ACTIVE): cancel some or wait until they fire: %w",
 				next.Owner, res[1], ErrQuota)
 		case alarmCreateIDTaken:
@@ -155,6 +182,34 @@ func (s *Store) CreateAlarm(ctx context.Context, rec *model.ScheduleRecord) (ala
 	}
 	return nil, false, fmt.Errorf("create alarm of %s: %d drawn ids were all taken", next.Owner, alarmIDTries)
 }
+
+// pruneActive drops from owner's active set (of shard sh) the ids whose
+// alarm is no longer active, which alarm_prune.lua checks again: the set
+// is read first so the script gets each alarm's key in KEYS.
+func (s *Store) pruneActive(ctx context.Context, sh int, owner string) error {
+	ids, err := s.rdb.SMembers(ctx, alarmsActiveKey(sh, owner)).Result()
+	if err != nil {
+		return fmt.Errorf("prune active alarms of %s: %w", owner, err)
+	}
+	for len(ids) > 0 {
+		page := ids[:min(len(ids), alarmPrunePage)]
+		ids = ids[len(page):]
+		keys := []string{alarmsActiveKey(sh, owner)}
+		args := make([]any, len(page))
+		for i, id := range page {
+			keys = append(keys, scheduleKey(sh, id))
+			args[i] = id
+		}
+		if err := alarmPruneScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+			return fmt.Errorf("prune active alarms of %s: %w", owner, err)
+		}
+	}
+	return nil
+}
+
+// alarmPrunePage bounds the alarms one alarm_prune.lua call looks at, as
+// asynq bounds its scripts.
+const alarmPrunePage = 1000
 
 // GetAlarm returns owner's alarm id: its record with Alarm set, and
 // NextRunAt the time it wakes next while it is active (nil otherwise):

@@ -236,6 +236,7 @@ const (
 	alarmCreateDeduped  = 2  // alarm_create.lua: the owner's idempotency key names an existing alarm
 	alarmCreateIDTaken  = 3  // alarm_create.lua: a schedule has this id: draw another
 	alarmCreateTooMany  = 4  // alarm_create.lua: the owner has the most active alarms allowed
+	alarmCreateStale    = 5  // alarm_create.lua: the owner's idempotency key names another alarm than the caller read
 	alarmCancelNotFound = -1 // alarm_cancel.lua: no such alarm of this owner
 	alarmCancelSame     = 0  // alarm_cancel.lua: terminal already, left unchanged
 	alarmCancelDone     = 1  // alarm_cancel.lua: cancelled, by this call
@@ -319,7 +320,7 @@ var luaNames = []struct {
 	{"pauseNotFound", pauseNotFound}, {"pauseStale", pauseStale}, {"pauseSame", pauseSame}, {"pauseChanged", pauseChanged},
 	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone}, {"upsertIsAlarm", upsertIsAlarm},
 	{"alarmCreateNew", alarmCreateNew}, {"alarmCreateDeduped", alarmCreateDeduped}, {"alarmCreateIDTaken", alarmCreateIDTaken},
-	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCancelNotFound", alarmCancelNotFound},
+	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCreateStale", alarmCreateStale}, {"alarmCancelNotFound", alarmCancelNotFound},
 	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},
 	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged}, {"statusRetry", statusRetry},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},

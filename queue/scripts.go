@@ -114,5 +114,6 @@ var (
 	requestClaimScript   = loadScript("request_claim")
 	requestAnswerScript  = loadScript("request_answer")
 	alarmCreateScript    = loadScript("alarm_create")
+	alarmPruneScript     = loadScript("alarm_prune")
 	alarmCancelScript    = loadScript("alarm_cancel")
 )

@@ -48,7 +48,6 @@ var KeyGuardExempt = map[string]string{
 	"-- Create or update a schedule's definition in one round trip.": "upsert.lua",
 	"-- Pause or resume a schedule. Resuming does not catch up":      "pause.lua",
 	"-- Delete a schedule. Its run records stay readable":            "delete.lua",
-	"-- Create an agent's alarm: its schedule hash and due entry":    "alarm_create.lua",
 	"-- Create a page of a schedule's backfill runs":                 "backfill.lua",
 }
 

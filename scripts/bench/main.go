@@ -42,7 +42,7 @@ import (
 const lookaheadDefault = queue.LookaheadDefault
 
 // scenarios in the order they run.
-var scenarios = []string{"limit", "burst", "warm", "catchup", "dup", "peer", "steady", "footprint", "launch", "api", "profile"}
+var scenarios = []string{"limit", "burst", "warm", "catchup", "dup", "peer", "steady", "footprint", "launch", "idle", "api", "profile"}
 
 type config struct {
 	quick, million bool
@@ -73,6 +73,9 @@ type config struct {
 	launchReplicas []int
 	launchConc     int
 	launchRounds   int
+
+	idleLaunchers []int         // idle: launcher processes (0: Redis alone)
+	idleWindow    time.Duration // idle: measured window
 
 	apiN, apiClients int
 	apiMax           time.Duration
@@ -106,6 +109,7 @@ type results struct {
 	steady     *steadyResult
 	footprints []*footprintResult
 	launches   []*launchSeries
+	idles      []*idleResult
 	api        *apiResult
 	profile    *profileResult
 	errs       []string
@@ -269,6 +273,14 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 			}
 			b.res.launches = append(b.res.launches, r)
 		}
+	case "idle":
+		for _, k := range cfg.idleLaunchers {
+			r, err := b.idle(ctx, k, cfg.idleWindow)
+			if err != nil {
+				return fmt.Errorf("%d launchers: %w", k, err)
+			}
+			b.res.idles = append(b.res.idles, r)
+		}
 	case "api":
 		r, err := b.api(ctx)
 		b.res.api = r
@@ -322,6 +334,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.launchRounds, "launch-rounds", 3, "launch: rounds of a raw drain then a launch, each with launch-n tasks (the median ratio is reported)")
 	fs.IntVar(&cfg.launchConc, "launch-concurrency", launcher.ConcurrencyDefault, "launch: LAUNCHER_CONCURRENCY (default: the launcher's), also each raw drain server's concurrency")
 
+	idleLaunchers := fs.String("idle-launchers", "0,1,2", "idle: idle launcher processes measured in turn (0: Redis alone)")
+	fs.DurationVar(&cfg.idleWindow, "idle-window", 30*time.Second, "idle: window of the idle launchers' Redis CPU and commands")
+
 	fs.IntVar(&cfg.apiN, "api-n", 50000, "api: upserts")
 	fs.IntVar(&cfg.apiClients, "api-clients", 32, "api: concurrent clients")
 	fs.DurationVar(&cfg.apiMax, "api-max", 30*time.Second, "api: time cap of the Go load loop")
@@ -348,7 +363,7 @@ func parseFlags(args []string) (config, error) {
 			"peer-sizes": "2000", "peer-spec": "@every 3s", "peer-wait": "8s",
 			"steady-n": "2000", "steady-period": "5s", "steady-minutes": "2", "steady-launcher-concurrency": "20",
 			"footprint-sizes": "2000", "idle": "3s",
-			"limit-n": "5000", "launch-n": "2000", "launch-rounds": "1", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
+			"limit-n": "5000", "launch-n": "2000", "launch-rounds": "1", "idle-window": "5s", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -376,6 +391,13 @@ func parseFlags(args []string) (config, error) {
 	cfg.burstSizes, cfg.burstReplicas, cfg.warmSizes = parse(*burstSizes), parse(*burstReplicas), parse(*warmSizes)
 	cfg.peerSizes, cfg.footprintSizes = parse(*peerSizes), parse(*footprintSizes)
 	cfg.limitClients, cfg.launchReplicas = parse(*limitClients), parse(*launchReplicas)
+	for _, f := range strings.Split(*idleLaunchers, ",") {
+		n, e := strconv.Atoi(strings.TrimSpace(f))
+		if e != nil || n < 0 {
+			return cfg, fmt.Errorf("bad -idle-launchers %q", *idleLaunchers)
+		}
+		cfg.idleLaunchers = append(cfg.idleLaunchers, n)
+	}
 	if err != nil {
 		return cfg, err
 	}

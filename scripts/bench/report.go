@@ -182,6 +182,8 @@ func (b *bench) rows() []row {
 			target: "all", ok: check(success == n, "")})
 	}
 
+	rows = append(rows, b.idleRows()...) // idle.go
+
 	if a := res.api; a != nil {
 		name := fmt.Sprintf("7 api ×%d clients", a.clients)
 		vsEcho, good := "", false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -96,6 +97,11 @@ type lane struct {
 	mu   sync.Mutex
 	held map[*asynqwire.Task]bool // the tasks taken and not yet finished
 
+	// wakeUp is signalled by the watch (watch.go) when tasks are pending;
+	// lastTook is when the lane last took a task (Unix ns).
+	wakeUp   chan struct{}
+	lastTook atomic.Int64
+
 	stopTaking context.CancelFunc
 	taking     sync.WaitGroup
 	// runCtx ends the runs in progress when the shutdown timeout passes.
@@ -110,7 +116,8 @@ type lane struct {
 // one make Concurrency.
 func newLane(l *Launcher) *lane {
 	n := l.cfg.Concurrency - 1
-	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{}}
+	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{},
+		wakeUp: make(chan struct{}, 1)}
 }
 
 func (ln *lane) start(ctx context.Context) {
@@ -151,8 +158,22 @@ func (ln *lane) stop(ctx context.Context) {
 	ln.leasing.Wait()
 }
 
-// takeLoop takes tasks whenever slots are free, waiting PollInterval when
-// the queue is empty.
+// wake makes an idle lane look for tasks now.
+func (ln *lane) wake() {
+	select {
+	case ln.wakeUp <- struct{}{}:
+	default:
+	}
+}
+
+// warm says whether the lane took a task within laneWarm.
+func (ln *lane) warm() bool {
+	return time.Since(time.Unix(0, ln.lastTook.Load())) < laneWarm
+}
+
+// takeLoop takes tasks whenever slots are free. When the queues are
+// empty it waits PollInterval for a second after its last task, then
+// until the watch wakes it (watch.go), at most laneIdlePoll.
 func (ln *lane) takeLoop(ctx context.Context) {
 	backoff := ln.l.cfg.PollInterval
 	for {
@@ -175,16 +196,21 @@ func (ln *lane) takeLoop(ctx context.Context) {
 		}
 		if len(tasks) == 0 {
 			wait := ln.l.cfg.PollInterval
-			if err != nil {
+			switch {
+			case err != nil:
 				wait, backoff = backoff, min(2*backoff, 5*time.Second)
+			case !ln.warm():
+				wait = max(laneIdlePoll, wait)
 			}
 			select {
 			case <-time.After(wait):
+			case <-ln.wakeUp:
 			case <-ctx.Done():
 				return
 			}
 			continue
 		}
+		ln.lastTook.Store(time.Now().UnixNano())
 		backoff = ln.l.cfg.PollInterval
 		ln.mu.Lock()
 		for _, t := range tasks {

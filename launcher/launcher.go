@@ -216,14 +216,16 @@ func (l *Launcher) Start(ctx context.Context) error {
 // interval.
 const neverForward = 100 * 365 * 24 * time.Hour
 
-// forwardLoop makes due runs enqueued ahead runnable every
-// ForwardInterval by the shared clock, so no launcher is handed a run
-// before its time however fast its host's clock is, and due retries by
-// this host's clock, which scored them (their time is a backoff, not a
-// fire time). Schedulers forward runs enqueued ahead too, on each tick
-// boundary.
+// forwardLoop makes due runs enqueued ahead runnable by the shared clock,
+// so no launcher is handed a run before its time however fast its host's
+// clock is, and due retries by this host's clock, which scored them (their
+// time is a backoff, not a fire time). Schedulers forward runs enqueued
+// ahead too, on each tick boundary. It looks first (watch.go): every
+// ForwardInterval while there is work, backing off to idleWatchMax while
+// there is none, and it wakes the lane when tasks are pending.
 func (l *Launcher) forwardLoop(ctx context.Context) {
-	t := time.NewTicker(l.cfg.ForwardInterval)
+	interval := l.cfg.ForwardInterval
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -231,13 +233,26 @@ func (l *Launcher) forwardLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		_, err := l.store.Tasks().Forward(ctx, l.store.Clock().Now())
-		if err == nil {
+		now := l.store.Clock().Now()
+		w, err := l.watch(ctx, now, time.Now())
+		if err == nil && w.scheduled {
+			_, err = l.store.Tasks().Forward(ctx, now)
+		}
+		if err == nil && w.retries {
 			_, err = l.store.Tasks().ForwardRetries(ctx, time.Now())
 		}
 		if err != nil && ctx.Err() == nil {
 			l.logger.WarnContext(ctx, "forwarding due run tasks failed; retrying", "err", err)
 		}
+		if w.any() {
+			l.lane.wake()
+		}
+		if w.any() || err != nil || l.lane.warm() {
+			interval = l.cfg.ForwardInterval
+		} else {
+			interval = min(2*interval, max(idleWatchMax, l.cfg.ForwardInterval))
+		}
+		t.Reset(interval)
 	}
 }
 

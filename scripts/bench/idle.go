@@ -138,7 +138,7 @@ func (b *bench) idleRows() []row {
 			vs:    fmt.Sprintf("launchers %.2f%% of a core · %s", 100*r.procCPU, strings.Join(top, ", "))})
 		if r.launchers > 0 {
 			rows = append(rows, row{scenario: name, figure: "enqueue → SUCCESS of a run after 1–3 s idle, p50 / max of " + strconv.Itoa(r.wake.n),
-				value: ms(r.wake.p50) + " / " + ms(r.wake.max), target: "max ≤ 250 ms", ok: check(r.wake.max <= 250*time.Millisecond, "")})
+				value: ms(r.wake.p50) + " / " + ms(r.wake.max), target: "max ≤ 300 ms (the 250 ms idle watch, a take, the run)", ok: check(r.wake.max <= 300*time.Millisecond, "")})
 		}
 	}
 	return rows

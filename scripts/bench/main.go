@@ -42,7 +42,7 @@ import (
 const lookaheadDefault = queue.LookaheadDefault
 
 // scenarios in the order they run.
-var scenarios = []string{"limit", "burst", "warm", "catchup", "dup", "peer", "steady", "footprint", "launch", "idle", "api", "profile"}
+var scenarios = []string{"limit", "burst", "warm", "catchup", "dup", "peer", "steady", "footprint", "launch", "idle", "api", "cluster", "profile"}
 
 type config struct {
 	quick, million bool
@@ -77,6 +77,8 @@ type config struct {
 	idleLaunchers []int         // idle: launcher processes (0: Redis alone)
 	idleWindow    time.Duration // idle: measured window
 
+	clusterN int // cluster: burst size on one Redis and on a 3-master cluster (cluster.go)
+
 	apiN, apiClients int
 	apiMax           time.Duration
 	apiLoad          string
@@ -110,6 +112,7 @@ type results struct {
 	footprints []*footprintResult
 	launches   []*launchSeries
 	idles      []*idleResult
+	clusters   []*clusterResult
 	api        *apiResult
 	profile    *profileResult
 	errs       []string
@@ -281,6 +284,10 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 			}
 			b.res.idles = append(b.res.idles, r)
 		}
+	case "cluster":
+		r, err := b.clusterBursts(ctx, cfg.clusterN)
+		b.res.clusters = r
+		return err
 	case "api":
 		r, err := b.api(ctx)
 		b.res.api = r
@@ -302,6 +309,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short waits (about a minute); flags given explicitly still win")
 	fs.BoolVar(&cfg.million, "million", false, "add 1,000,000 schedules to the burst and footprint sizes")
 	profile := fs.Bool("profile", false, "add the in-process CPU-profiled burst (scenario 'profile')")
+	cluster := fs.Bool("cluster", false, "add the cold burst on one Redis beside a 3-master Redis Cluster, with each master's CPU per run (scenario 'cluster')")
+	fs.IntVar(&cfg.clusterN, "cluster-n", 100000, "cluster: schedules due in the same second, on each topology")
 
 	burstSizes := fs.String("burst-sizes", "10000,100000", "burst: schedules due in the same second")
 	burstReplicas := fs.String("burst-replicas", "1,2", "burst: scheduler processes")
@@ -363,7 +372,7 @@ func parseFlags(args []string) (config, error) {
 			"peer-sizes": "2000", "peer-spec": "@every 3s", "peer-wait": "8s",
 			"steady-n": "2000", "steady-period": "5s", "steady-minutes": "2", "steady-launcher-concurrency": "20",
 			"footprint-sizes": "2000", "idle": "3s",
-			"limit-n": "5000", "launch-n": "2000", "launch-rounds": "1", "idle-window": "5s", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
+			"limit-n": "5000", "launch-n": "2000", "launch-rounds": "1", "idle-window": "5s", "cluster-n": "2000", "api-n": "2000", "api-max": "10s", "api-duration": "2s", "profile-n": "2000",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -412,7 +421,7 @@ func parseFlags(args []string) (config, error) {
 	cfg.only = map[string]bool{}
 	if *only == "" {
 		for _, s := range scenarios {
-			cfg.only[s] = s != "profile"
+			cfg.only[s] = s != "profile" && s != "cluster"
 		}
 	} else {
 		for _, s := range strings.Split(*only, ",") {
@@ -425,6 +434,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if *profile {
 		cfg.only["profile"] = true
+	}
+	if *cluster {
+		cfg.only["cluster"] = true
 	}
 	if cfg.profileDir == "" {
 		cfg.profileDir = os.TempDir() + "/chronos-bench-profile"

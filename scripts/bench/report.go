@@ -183,6 +183,7 @@ func (b *bench) rows() []row {
 	}
 
 	rows = append(rows, b.idleRows()...) // idle.go
+	rows = append(rows, b.clusterRows()...) // cluster.go
 
 	if a := res.api; a != nil {
 		name := fmt.Sprintf("7 api ×%d clients", a.clients)

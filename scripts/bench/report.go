@@ -182,7 +182,7 @@ func (b *bench) rows() []row {
 			target: "all", ok: check(success == n, "")})
 	}
 
-	rows = append(rows, b.idleRows()...) // idle.go
+	rows = append(rows, b.idleRows()...)    // idle.go
 	rows = append(rows, b.clusterRows()...) // cluster.go
 
 	if a := res.api; a != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
@@ -85,4 +86,42 @@ func TestReportStatusFollowsTheScheduleTheRunNames(t *testing.T) {
 	require.Equal(t, string(model.RunSuccess), b.rdb.HGet(ctx, queue.RunKey(sh, "k1"), queue.RfStatus).Val())
 	require.False(t, b.rdb.HExists(ctx, sched, queue.SfInflight).Val(), "released: the script got the schedule's keys")
 	require.Zero(t, b.rdb.ZCard(ctx, infl).Val())
+}
+
+// DeleteSchedule reads the run history before its script, which gets the
+// runs' keys in KEYS; a run a commit added in between makes the script
+// answer stale, write nothing, and the delete reads the history again:
+// every run's record, the new one too, gets the retention.
+func TestDeleteReadsTheHistoryAgainWhenItChanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupMethod(t, queuetest.StartRedis(t), 1)
+	const id = "s1"
+	sh := queue.ShardOf(id, queue.ShardsDefault)
+	hist := queue.HistoryKey(sh, id)
+	b.seed(t, redisState{
+		hashes: map[string]map[string]string{
+			queue.ScheduleKey(sh, id): {queue.SfCreated: "1", queue.SfVer: "1"},
+			queue.RunKey(sh, "k1"):    {queue.RfSchedule: id, queue.RfStatus: string(model.RunSuccess)},
+		},
+		zsets: map[string]map[string]float64{hist: {"k1": 1}},
+	})
+	hook := &queuetest.ScriptHook{
+		Match: func(keys []string) bool { return len(keys) > 4 && keys[4] == queue.DeletedKey(sh, id) },
+		Fail: func(n int) error {
+			if n == 1 { // a commit records k2 after the history was read
+				require.NoError(t, b.rdb.HSet(ctx, queue.RunKey(sh, "k2"), queue.RfSchedule, id, queue.RfStatus, string(model.RunStarted)).Err())
+				require.NoError(t, b.rdb.ZAdd(ctx, hist, redis.Z{Member: "k2", Score: 2}).Err())
+			}
+			return nil
+		},
+	}
+	b.rdb.AddHook(hook)
+
+	require.NoError(t, b.store.DeleteSchedule(ctx, id))
+	require.Len(t, hook.Calls(), 2, "stale, then done")
+	require.Zero(t, b.rdb.Exists(ctx, queue.ScheduleKey(sh, id)).Val())
+	for _, k := range []string{"k1", "k2"} {
+		require.Positive(t, b.rdb.TTL(ctx, queue.RunKey(sh, k)).Val(), "%s keeps the retention", k)
+	}
 }

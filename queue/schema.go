@@ -229,8 +229,10 @@ const (
 
 	deleteNotFound = 0 // delete.lua: no such schedule
 	deleteDone     = 1 // delete.lua: deleted, by this call
+	deleteStale    = 2 // delete.lua: the history changed since it was read: read it again
 
 	upsertIsAlarm = 3 // upsert.lua: the id is an agent's alarm, which the registrar does not touch
+	upsertStale   = 4 // upsert.lua: a new schedule's id has a history other than the caller read: read it again
 
 	alarmCreateNew      = 1  // alarm_create.lua: created
 	alarmCreateDeduped  = 2  // alarm_create.lua: the owner's idempotency key names an existing alarm
@@ -318,7 +320,7 @@ var luaNames = []struct {
 	{"releaseUnplanned", releaseUnplanned}, {"releaseAbandoned", releaseAbandoned},
 	{"upsertUnchanged", upsertUnchanged}, {"upsertUpdated", upsertUpdated}, {"upsertCreated", upsertCreated},
 	{"pauseNotFound", pauseNotFound}, {"pauseStale", pauseStale}, {"pauseSame", pauseSame}, {"pauseChanged", pauseChanged},
-	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone}, {"upsertIsAlarm", upsertIsAlarm},
+	{"deleteNotFound", deleteNotFound}, {"deleteDone", deleteDone}, {"deleteStale", deleteStale}, {"upsertIsAlarm", upsertIsAlarm}, {"upsertStale", upsertStale},
 	{"alarmCreateNew", alarmCreateNew}, {"alarmCreateDeduped", alarmCreateDeduped}, {"alarmCreateIDTaken", alarmCreateIDTaken},
 	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCreateStale", alarmCreateStale}, {"alarmCancelNotFound", alarmCancelNotFound},
 	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},

@@ -359,10 +359,19 @@ const setPausedTries = 10
 func (s *Store) setPaused(ctx context.Context, id string, c PauseChange) (int, error) {
 	paused := c.Paused
 	sh := s.shard(id)
-	h, err := s.rdb.HGetAll(ctx, scheduleKey(sh, id)).Result()
-	if err != nil {
+	// The history too, in the same round trip: a pause settles its runs,
+	// whose keys the script gets in KEYS (it answers pauseStale if the
+	// history changed since).
+	var hc *redis.MapStringStringCmd
+	var runs *redis.StringSliceCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hc = p.HGetAll(ctx, scheduleKey(sh, id))
+		runs = p.ZRange(ctx, historyKey(sh, id), 0, -1)
+		return nil
+	}); err != nil {
 		return 0, fmt.Errorf("load schedule %s: %w", id, err)
 	}
+	h := hc.Val()
 	if h[sfTarget] == targetWake {
 		return pauseNotFound, nil // the script says so too, should it become one in between
 	}
@@ -388,9 +397,12 @@ func (s *Store) setPaused(ctx context.Context, id string, c PauseChange) (int, e
 		}
 	}
 	q := s.queue(sh).Keys()
-	v, err := pauseScript.Run(ctx, s.rdb,
-		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()},
-		id, boolArg(paused), nextMS, score, h[sfVer], ms(now), runKey(sh, ""), q.TaskPrefix(), cut(c.Note, model.MaxRunErrorLen), replay).Result()
+	keys := []string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()}
+	args := []any{id, boolArg(paused), nextMS, score, h[sfVer], ms(now), "", "", cut(c.Note, model.MaxRunErrorLen), replay}
+	if paused {
+		keys, args = withHistory(sh, q, keys, args, runs.Val())
+	}
+	v, err := pauseScript.Run(ctx, s.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, fmt.Errorf("pause schedule %s: %w", id, err)
 	}
@@ -404,11 +416,27 @@ func (s *Store) setPaused(ctx context.Context, id string, c PauseChange) (int, e
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	sh := s.shard(id)
 	q := s.queue(sh).Keys()
-	v, err := deleteScript.Run(ctx, s.rdb,
-		[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
-		id, runKey(sh, ""), int64(s.cfg.RunRetention/time.Second), rand.Text(), ms(s.clock.Now()), q.TaskPrefix()).Result()
-	if err != nil {
-		return fmt.Errorf("delete schedule %s: %w", id, err)
+	nonce := rand.Text()
+	var v any
+	// The history is read first, so the script gets its runs' keys in
+	// KEYS; it answers deleteStale if the history changed since.
+	for try := 1; ; try++ {
+		runs, err := s.rdb.ZRange(ctx, historyKey(sh, id), 0, -1).Result()
+		if err != nil {
+			return fmt.Errorf("delete schedule %s: %w", id, err)
+		}
+		keys, args := withHistory(sh, q,
+			[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
+			[]any{id, "", int64(s.cfg.RunRetention / time.Second), nonce, ms(s.clock.Now()), ""}, runs)
+		if v, err = deleteScript.Run(ctx, s.rdb, keys, args...).Result(); err != nil {
+			return fmt.Errorf("delete schedule %s: %w", id, err)
+		}
+		if n, ok := v.(int64); !ok || n != deleteStale {
+			break
+		}
+		if try == historyTries {
+			return fmt.Errorf("delete schedule %s: its run history changed %d times while it was deleted: %w", id, try, ErrConflict)
+		}
 	}
 	n, skipped := codeAndCount(v)
 	s.ledger.count(model.ReasonDeleted, skipped)
@@ -424,4 +452,22 @@ func scoreString(f float64) string {
 		return "+inf"
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// historyTries bounds the calls of a script that gets a run history's
+// keys (delete.lua, upsert.lua) when commits keep changing the history
+// between the read and the script.
+const historyTries = 10
+
+// withHistory appends to a script's keys and args the run history its
+// caller read (runs, in order): per run its hash and its asynq task hash
+// in keys; the count, then the members, in args. The script checks the
+// history is still runs (run_history_keys, run_record.lua).
+func withHistory(sh int, q asynqwire.Keys, keys []string, args []any, runs []string) ([]string, []any) {
+	args = append(args, len(runs))
+	for _, k := range runs {
+		keys = append(keys, runKey(sh, k), q.Task(k))
+		args = append(args, k)
+	}
+	return keys, args
 }

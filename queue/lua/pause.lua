@@ -8,6 +8,9 @@
 -- KEYS[4] -> run history zset of the schedule
 -- KEYS[5] -> asynq:{<queue>}:pending
 -- KEYS[6] -> asynq:{<queue>}:scheduled
+-- KEYS[5+2i], KEYS[6+2i] -> on pause: the run hash and asynq task hash of
+--            ARGV[11+i], the i-th member of the history as the caller read
+--            it
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> "1" pause, "0" resume
 -- ARGV[3] -> on resume: next fire time in ms after now ("" = none)
@@ -15,26 +18,30 @@
 -- ARGV[5] -> on resume: the definition version ARGV[3] was computed from
 -- ARGV[6] -> now, ms: on resume, kept as rs (resumed at), before which no
 --            run of the schedule's new next time fires (see DueSchedule)
--- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
--- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
+-- ARGV[7], ARGV[8] -> unused (were the run and task key prefixes: every
+--            key now comes in KEYS)
 -- ARGV[9] -> on pause: the caller's note ("" = none), kept with why
 --            (pausedManual) and when until the resume
 -- ARGV[10] -> on resume: the paused time to replay, "from:to" ms ("" =
 --            none), kept (sfReplay) until its runs are enqueued
 --            (Store.Resume); resuming clears the failure streak
 --            (autopause.lua)
--- Output: pauseNotFound, pauseStale (the definition changed since: read
--- it again), pauseSame (already in that state) or pauseChanged; a pause
+-- ARGV[11] -> on pause: n, the number of history members the caller read
+-- ARGV[12..11+n] -> those members (idempotency keys), in order
+-- Output: pauseNotFound, pauseStale (the definition, or on pause the
+-- history, changed since: read it again), pauseSame (already in that state) or pauseChanged; a pause
 -- answers {pauseChanged, the runs it recorded SKIPPED (reasonPaused)}. An
 -- agent's alarm is not the registrar's to pause: it is not found.
-local id, pause, nextAt, score, ver, now, rpfx, tpfx, note, replay =
-  ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local id, pause, nextAt, score, ver, now, note, replay =
+  ARGV[1], ARGV[2] == flagSet, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[9], ARGV[10]
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return pauseNotFound
 end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
 if pause then
   if st[1] then return pauseSame end
+  local runs = run_history_keys(KEYS[4], 12, tonumber(ARGV[11] or '0'), 7, 2)
+  if not runs then return pauseStale end
   redis.call('HSET', KEYS[1], sfPaused, flagSet, sfPausedWhy, pausedManual, sfPausedAt, now)
   if note ~= '' then
     redis.call('HSET', KEYS[1], sfPausedNote, note)
@@ -45,7 +52,7 @@ if pause then
   -- A run in flight that settles never ran: the schedule is freed of it
   -- as a launcher skipping it would (release.lua, paused: the hold is
   -- cleared and resume plans the next time).
-  local settled, skipped = settle_runs(KEYS[4], id, rpfx, tpfx, KEYS[5], KEYS[6], now,
+  local settled, skipped = settle_runs(KEYS[4], id, runs, KEYS[5], KEYS[6], now,
     'schedule paused before the run started', reasonPaused)
   local infl = redis.call('HGET', KEYS[1], sfInflight)
   if infl and settled[infl] then

@@ -66,3 +66,27 @@ end
 local function run_launching(st, task_key)
   return st == stEnqueued and redis.call('HGET', task_key, taskState) == taskActive
 end
+
+-- run_history_keys checks that the run history at hkey holds exactly the
+-- n members the caller read, in order (ARGV[first_arg] on), and returns a
+-- table of each member's keys as the caller passed them in KEYS: stride
+-- keys per member from KEYS[first_key] on, in the same order (its run
+-- hash, its task hash, then what the script needs). A key read from a
+-- history cannot be a script's KEYS before it is read, so the caller
+-- reads the history first; nil says it changed since, and the script
+-- answers so before writing anything.
+local function run_history_keys(hkey, first_arg, n, first_key, stride)
+  local cur = redis.call('ZRANGE', hkey, 0, -1)
+  if #cur ~= n then
+    return nil
+  end
+  local out = {}
+  for i, k in ipairs(cur) do
+    if ARGV[first_arg + i - 1] ~= k then
+      return nil
+    end
+    local b = first_key + (i - 1) * stride
+    out[k] = {run = KEYS[b], task = KEYS[b + 1], mark = KEYS[b + 2]}
+  end
+  return out
+end

@@ -1,12 +1,13 @@
 -- Shared by pause.lua and delete.lua (loadScript puts it, after
 -- run_record.lua, before them).
 --
--- settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why, rsn)
+-- settle_runs(hkey, sid, runs, pending, scheduled, now, why, rsn)
 -- settles the runs in schedule sid's history (hkey) that no launcher has
 -- touched: ENQUEUED, no failed executor attempt, their task still
 -- waiting in asynq (pending or scheduled), so no launcher holds one or
--- has called an executor for it. rpfx and tpfx prefix the run and task
--- keys; pending and scheduled are the queue's lists; now is ms.
+-- has called an executor for it. runs holds each member's run and task
+-- keys, from the caller's KEYS (run_history_keys, run_record.lua);
+-- pending and scheduled are the queue's lists; now is ms.
 --
 --   run_at    | then
 --   ----------+---------------------------------------------------------
@@ -22,10 +23,10 @@
 -- run's record under one of the keys (another sid) is not the
 -- schedule's, nor its task. It returns the settled keys as a set, and
 -- how many it recorded SKIPPED.
-local function settle_runs(hkey, sid, rpfx, tpfx, pending, scheduled, now, why, rsn)
+local function settle_runs(hkey, sid, runs, pending, scheduled, now, why, rsn)
   local settled, skipped = {}, 0
   for _, k in ipairs(redis.call('ZRANGE', hkey, 0, -1)) do
-    local rkey, tkey = rpfx .. k, tpfx .. k
+    local rkey, tkey = runs[k].run, runs[k].task
     local r = redis.call('HMGET', rkey, rfStatus, rfSchedule, rfRunAt, rfAttempts)
     local state = redis.call('HGET', tkey, taskState)
     if r[1] == stEnqueued and r[2] == sid and tonumber(r[4] or '0') == 0 and

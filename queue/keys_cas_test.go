@@ -125,3 +125,47 @@ func TestDeleteReadsTheHistoryAgainWhenItChanged(t *testing.T) {
 		require.Positive(t, b.rdb.TTL(ctx, queue.RunKey(sh, k)).Val(), "%s keeps the retention", k)
 	}
 }
+
+// A schedule created under the id of a deleted one settles the runs that
+// one left in its history. The upsert's first call names no history (the
+// usual id has none); the script answers stale, and the call made again
+// with the history read gets those runs' keys in KEYS: a run ahead is
+// removed with its task, a due one recorded SKIPPED.
+func TestUpsertOfADeletedIDSettlesItsRunsWithTheirKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupMethod(t, queuetest.StartRedis(t), 1)
+	const id = "s1"
+	sh := queue.ShardOf(id, queue.ShardsDefault)
+	hist := queue.HistoryKey(sh, id)
+	q := b.store.RunQueue(sh).Keys()
+	ahead, due := methodNow.Add(time.Hour), methodNow.Add(-time.Minute)
+	run := func(at time.Time) map[string]string {
+		return map[string]string{queue.RfSchedule: id, queue.RfStatus: string(model.RunEnqueued), queue.RfRunAt: msStr(at)}
+	}
+	b.seed(t, redisState{
+		hashes: map[string]map[string]string{
+			queue.RunKey(sh, "ahead"): run(ahead), q.Task("ahead"): {"state": "scheduled"},
+			queue.RunKey(sh, "due"):   run(due), q.Task("due"): {"state": "pending"},
+		},
+		zsets: map[string]map[string]float64{
+			hist:          {"ahead": float64(ahead.UnixMilli()), "due": float64(due.UnixMilli())},
+			q.Scheduled(): {"ahead": float64(ahead.Unix())},
+		},
+	})
+	require.NoError(t, b.rdb.LPush(ctx, q.Pending(), "due").Err())
+
+	rec := &model.ScheduleRecord{ID: id, CronExpr: "0 0 1 1 *", Timezone: "UTC", Target: model.TargetWorkflow,
+		WorkflowID: "wf", Version: "1", UserID: "u", OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupNone}
+	require.NoError(t, rec.Validate())
+	res, err := b.store.UpsertSchedule(ctx, rec)
+	require.NoError(t, err)
+	require.True(t, res.Created)
+
+	require.Zero(t, b.rdb.Exists(ctx, queue.RunKey(sh, "ahead"), q.Task("ahead"), hist).Val(), "the run ahead and its task are gone, and the old history")
+	require.Zero(t, b.rdb.ZCard(ctx, q.Scheduled()).Val())
+	got, err := b.store.GetScheduleRun(ctx, id, "due")
+	require.NoError(t, err)
+	require.Equal(t, model.RunSkipped, got.Status)
+	require.Equal(t, model.ReasonDeleted, got.Reason)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -198,7 +199,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	}
 	q := s.queue(sh).Keys()
 	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
-		runKey(sh, ""), q.TaskPrefix(), manualKeyPrefix(sh), len(left)}
+		"", "", "", len(left)}
 	if len(args) != upsertHeaderArgs {
 		// upsert.lua finds the omitted fields and the pairs after these.
 		return nil, fmt.Errorf("upsert schedule %s: %d fixed arguments, not the %d upsert.lua reads", rec.ID, len(args), upsertHeaderArgs)
@@ -216,10 +217,37 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 			wf = p.Exists(ctx, workflowKey(next.WorkflowID, string(next.Version)))
 		}
 	}
-	res, err := s.batch.runScriptWith(ctx, withWorkflow, upsertScript, []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
-		q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}, args...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+	// A new schedule settles the runs a deleted one of its id left in its
+	// history, whose keys the script gets in KEYS. The first call sends
+	// none, as almost every id has no such history; the script answers
+	// upsertStale when it has one, and the history read is sent with the
+	// next.
+	var history []string
+	var res []any
+	for try := 1; ; try++ {
+		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
+			q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}
+		callArgs := args
+		if len(history) > 0 {
+			callArgs = append(slices.Clip(args), make([]any, 0, len(history))...)
+			for _, k := range history {
+				keys = append(keys, runKey(sh, k), q.Task(k), manualKeyPrefix(sh)+k)
+				callArgs = append(callArgs, k)
+			}
+		}
+		var err error
+		if res, err = s.batch.runScriptWith(ctx, withWorkflow, upsertScript, keys, callArgs...).Slice(); err != nil {
+			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+		}
+		if code, _ := res[0].(int64); code != upsertStale {
+			break
+		}
+		if try == historyTries {
+			return nil, fmt.Errorf("upsert schedule %s: the run history of its id changed %d times while it was created: %w", rec.ID, try, ErrConflict)
+		}
+		if history, err = s.rdb.ZRange(ctx, historyKey(sh, rec.ID), 0, -1).Result(); err != nil {
+			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+		}
 	}
 	missing := wf != nil && wf.Err() == nil && wf.Val() == 0
 	code, _ := res[0].(int64)

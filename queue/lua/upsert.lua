@@ -12,34 +12,49 @@
 -- KEYS[7] -> asynq:{<queue>}:retry
 -- KEYS[8] -> asynq:{<queue>}:archived
 -- KEYS[9] -> asynq:{<queue>}:completed
+-- KEYS[7+3i], KEYS[8+3i], KEYS[9+3i] (i from 1) -> the run hash, asynq
+--            task hash and manual mark of the i-th history member the
+--            caller read (the last m arguments): a new schedule settles
+--            the runs a deleted one of its id left
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> now, ms (created_at / updated_at)
 -- ARGV[3] -> anchor, ms (used when the timing is new)
 -- ARGV[4] -> next fire time in ms if the timing is new ("" = none)
 -- ARGV[5] -> timing key (equal keys, equal fire times)
 -- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
--- ARGV[7] -> run key prefix ("chronos:{sNN}:run:")
--- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
--- ARGV[9] -> manual mark prefix ("chronos:{sNN}:manual:")
+-- ARGV[7], ARGV[8], ARGV[9] -> unused (were the run, task and mark key
+--            prefixes: every key now comes in KEYS)
 -- ARGV[10] -> n (ARGV[upsertHeaderArgs]), the number of definition fields
 --             the new body leaves out, then their names
--- ARGV[11+n..] -> the new definition's field, value pairs
+-- ARGV[11+n..] -> the new definition's field, value pairs, then the m
+--            history members the caller read, m = (#KEYS - 9) / 3
 -- Output: {upsertUnchanged | upsertUpdated | upsertCreated, the hash as
 -- field, value pairs}, created or updated followed by how many runs of a
 -- deleted schedule of this id it recorded SKIPPED (reasonDeleted); or
 -- {upsertIsAlarm} when the id is an agent's
--- alarm, which only its owner changes (through /v1/alarms)
-local id, now, anchor, nextAt, timingHash, lead, rpfx, tpfx, mpfx =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+-- alarm, which only its owner changes (through /v1/alarms); or
+-- {upsertStale} when the id is new and its history is not what the
+-- caller read, nothing written: read it and call again
+local id, now, anchor, nextAt, timingHash, lead =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local n = tonumber(ARGV[upsertHeaderArgs])
 local first = upsertHeaderArgs + 1 + n
+local m = (#KEYS - 9) / 3
+local last = #ARGV - m -- the definition's pairs end here
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if exists and redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return {upsertIsAlarm}
 end
+local runs = nil
+if not exists then
+  runs = run_history_keys(KEYS[3], last + 1, m, 10, 3)
+  if not runs then
+    return {upsertStale}
+  end
+end
 if exists then
   local same = true
-  for i = first, #ARGV, 2 do
+  for i = first, last, 2 do
     if redis.call('HGET', KEYS[1], ARGV[i]) ~= ARGV[i + 1] then
       same = false
       break
@@ -59,7 +74,7 @@ local jitter = redis.call('HGET', KEYS[1], sfJitter)
 if n > 0 then
   redis.call('HDEL', KEYS[1], unpack(ARGV, upsertHeaderArgs + 1, upsertHeaderArgs + n))
 end
-redis.call('HSET', KEYS[1], sfTiming, timingHash, sfUpdated, now, unpack(ARGV, first))
+redis.call('HSET', KEYS[1], sfTiming, timingHash, sfUpdated, now, unpack(ARGV, first, last))
 -- Versions come from a counter of the shard, not the hash, so a schedule
 -- deleted and created again under its id never repeats a version that
 -- a plan in flight was computed from. (The max covers hashes versioned
@@ -89,12 +104,12 @@ if not exists then
   -- with that run's task, which stays.
   local lists = {scheduled = KEYS[6], retry = KEYS[7], archived = KEYS[8], completed = KEYS[9]}
   for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    local rkey, tkey = rpfx .. k, tpfx .. k
+    local rkey, tkey, mkey = runs[k].run, runs[k].task, runs[k].mark
     local r = redis.call('HMGET', rkey, rfStatus, rfRunAt)
     local state = redis.call('HGET', tkey, taskState)
     if (r[1] == stEnqueued or r[1] == stSkipped) and state ~= taskActive then
       if tonumber(r[2] or '0') > tonumber(now) then
-        if state and (r[1] == stEnqueued or redis.call('EXISTS', mpfx .. k) == 0) then
+        if state and (r[1] == stEnqueued or redis.call('EXISTS', mkey) == 0) then
           if state == taskPending then
             redis.call('LREM', KEYS[5], 0, k) -- moved ahead from the dashboard
           elseif lists[state] then

@@ -49,8 +49,7 @@ var KeyGuardExempt = map[string]string{
 	"-- Commit a page of plans atomically": "commit.lua: keys from ARGV prefixes",
 	// Not converted yet: each builds keys from a shard prefix or from
 	// what it reads.
-	"-- Create or update a schedule's definition in one round trip.": "upsert.lua",
-	"-- Create a page of a schedule's backfill runs":                 "backfill.lua",
+	"-- Create a page of a schedule's backfill runs": "backfill.lua",
 }
 
 // chronosPrelude opens the Lua prelude of every chronos script

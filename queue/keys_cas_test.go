@@ -146,7 +146,7 @@ func TestUpsertOfADeletedIDSettlesItsRunsWithTheirKeys(t *testing.T) {
 	b.seed(t, redisState{
 		hashes: map[string]map[string]string{
 			queue.RunKey(sh, "ahead"): run(ahead), q.Task("ahead"): {"state": "scheduled"},
-			queue.RunKey(sh, "due"):   run(due), q.Task("due"): {"state": "pending"},
+			queue.RunKey(sh, "due"): run(due), q.Task("due"): {"state": "pending"},
 		},
 		zsets: map[string]map[string]float64{
 			hist:          {"ahead": float64(ahead.UnixMilli()), "due": float64(due.UnixMilli())},

@@ -29,11 +29,16 @@ func (s *server) readBody(c echo.Context) ([]byte, error) {
 	if err := requireJSON(c); err != nil {
 		return nil, err
 	}
-	rc := http.NewResponseController(c.Response())
-	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
-		// Lifted once the body is in: net/http's read for a client
-		// hang-up would fail at the deadline and cancel the request.
-		defer rc.SetReadDeadline(time.Time{})
+	// guardBody (guard.go) has set the same deadline on a body it
+	// guards, and lifts it at the body's end: a second pair of timer
+	// changes per request was 2% of an upsert's CPU.
+	if g, ok := c.Request().Body.(*guardedBody); !ok || g.lift == nil {
+		rc := http.NewResponseController(c.Response())
+		if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
+			// Lifted once the body is in: net/http's read for a client
+			// hang-up would fail at the deadline and cancel the request.
+			defer rc.SetReadDeadline(time.Time{})
+		}
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.BodyLimit))
 	if err != nil {
@@ -143,6 +148,9 @@ func (o object) str(name string) (string, error) {
 	if v == nil {
 		return "", nil
 	}
+	if s, ok := plainString(v); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", fieldError(name, "must be a string")
@@ -155,6 +163,27 @@ func (o object) str(name string) (string, error) {
 		return "", fieldError(name, "must be valid UTF-8")
 	}
 	return s, nil
+}
+
+// plainString is a JSON string without escapes, which is its bytes
+// between the quotes, when they are valid UTF-8 and hold no control
+// character (JSON allows none unescaped); ok is false for anything else,
+// which json.Unmarshal decodes. Most fields are such strings, and
+// json.Unmarshal's reflection for each was 5% of an upsert's CPU.
+func plainString(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	for _, b := range in {
+		if b < 0x20 || b == '"' || b == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // boolean returns a boolean field; nil when absent.

@@ -169,13 +169,25 @@ func (t *Task) Queue() string { return t.queue.keys.Queue }
 // LeaseDuration from now, so an asynq server recovers it if the taker
 // dies holding it. None are taken while the queue is paused.
 func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
-	k := q.keys
 	now := time.Now() // asynq's servers lease and recover by their host clock
-	v, err := takeTasksScript.Run(ctx, q.rdb, []string{k.Pending(), k.Paused(), k.Active(), k.Lease()},
-		now.Add(LeaseDuration).Unix(), k.TaskPrefix(), n).StringSlice()
+	v, err := takeTasksScript.Run(ctx, q.rdb, q.takeKeys(), q.takeArgs(n, now)...).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("take tasks of %s: %w", k.Queue, err)
+		return nil, fmt.Errorf("take tasks of %s: %w", q.keys.Queue, err)
 	}
+	return q.taken(v, now), nil
+}
+
+func (q *Queue) takeKeys() []string {
+	k := q.keys
+	return []string{k.Pending(), k.Paused(), k.Active(), k.Lease()}
+}
+
+func (q *Queue) takeArgs(n int, now time.Time) []any {
+	return []any{now.Add(LeaseDuration).Unix(), q.keys.TaskPrefix(), n}
+}
+
+// taken reads the take script's reply: the tasks taken at now.
+func (q *Queue) taken(v []string, now time.Time) []*Task {
 	tasks := make([]*Task, 0, len(v)/2)
 	for i := 0; i+1 < len(v); i += 2 {
 		t := &Task{ID: v[i], msg: []byte(v[i+1]), Deadline: now.Add(defaultTaskTimeout), queue: q}
@@ -196,7 +208,7 @@ func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
 			t.Deadline = time.Unix(m.Deadline, 0)
 		}
 	}
-	return tasks, nil
+	return tasks
 }
 
 // ExtendLeases extends the leases of taken tasks still held to

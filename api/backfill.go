@@ -49,11 +49,9 @@ func (s *server) backfillSchedule(c echo.Context) error {
 	at := keep[*time.Time](&errs)
 	from, to := at(o.timestamp("from")), at(o.timestamp("to"))
 	dry := keep[*bool](&errs)(o.boolean("dry_run"))
-	// Backfill runs are never a schedule's run in flight: each starts at
-	// its turn of BACKFILL_RATE, whatever runs beside it (allow).
-	if p := keep[string](&errs)(o.str("overlap_policy")); p != "" && p != string(model.OverlapAllow) {
-		errs.Add(fieldError("overlap_policy", "a backfill supports allow only (its runs start BACKFILL_RATE a second, whatever runs beside them), got %q", p))
-	}
+	// allow (the default) or skip; queue.RunBackfill says why any other
+	// is refused.
+	policy := keep[string](&errs)(o.str("overlap_policy"))
 	now := s.store.Clock().Now()
 	for _, f := range []struct {
 		name string
@@ -74,7 +72,7 @@ func (s *server) backfillSchedule(c echo.Context) error {
 		return err
 	}
 	b := queue.Backfill{ScheduleID: id, From: *from, To: *to, DryRun: dry != nil && *dry,
-		MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate}
+		MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate, OverlapPolicy: model.OverlapPolicy(policy)}
 	ctx := c.Request().Context()
 	res, err := s.store.RunBackfill(ctx, b)
 	if err != nil {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,11 @@ import (
 // backfillPage bounds the runs one backfill script call writes (DESIGN:
 // scripts are bounded in the runs they carry).
 const backfillPage = 100
+
+// BackfillRunTimeoutDefault is how long a skip backfill's run may stay in
+// flight without a final status before the scheduler fails it
+// (run_timeout) and releases the schedule: RUN_TIMEOUT's default.
+const BackfillRunTimeoutDefault = time.Hour
 
 // backfillTries bounds a backfill's retries when upserts keep changing
 // the schedule's definition under it.
@@ -33,6 +39,15 @@ type Backfill struct {
 	// Rate is how many of the created runs become runnable per second:
 	// the i-th created run fires at now + i/Rate (BACKFILL_RATE).
 	Rate int
+	// OverlapPolicy is allow (or empty): every run of the range is
+	// created, whatever runs beside it; or skip: a run starts only while
+	// no run of the schedule is in flight, and becomes its run in flight,
+	// so at most one run of the range starts and the others are recorded
+	// SKIPPED (model.ReasonOverlap). queue is a *model.FieldError.
+	OverlapPolicy model.OverlapPolicy
+	// RunTimeout bounds how long a skip backfill's run stays in flight
+	// without a final status; zero is BackfillRunTimeoutDefault.
+	RunTimeout time.Duration
 }
 
 // BackfillOutcome is what a backfill did with one planned time.
@@ -52,6 +67,12 @@ const (
 	// full history (RUN_HISTORY): its run may have happened, its record
 	// trimmed since, so it is not created.
 	BackfillBeforeHistory BackfillOutcome = "before_history"
+	// BackfillSkipped: under overlap_policy skip, another run of the
+	// schedule was in flight: its run was recorded SKIPPED, reason
+	// overlap, and not started.
+	BackfillSkipped BackfillOutcome = "skipped"
+	// BackfillWouldSkip: a dry run would record its run BackfillSkipped.
+	BackfillWouldSkip BackfillOutcome = "would_skip"
 )
 
 // BackfillRun is one planned time of a backfill.
@@ -81,6 +102,14 @@ type BackfillResult struct {
 // (backfill.lua decides, run by run). The schedule must not be paused
 // (ErrConflict); an agent's alarm is ErrNotFound.
 func (s *Store) RunBackfill(ctx context.Context, b Backfill) (*BackfillResult, error) {
+	switch b.OverlapPolicy {
+	case "", model.OverlapAllow, model.OverlapSkip:
+	case model.OverlapQueue:
+		return nil, &model.FieldError{Field: "overlap_policy", Message: "a backfill supports allow and skip, not queue: " +
+			"chronos holds a run only behind its schedule's one run in flight, and queue would hold each backfill run behind the one before it"}
+	default:
+		return nil, &model.FieldError{Field: "overlap_policy", Message: fmt.Sprintf("unknown overlap policy %q (want allow or skip)", b.OverlapPolicy)}
+	}
 	for range backfillTries {
 		res, err := s.backfill(ctx, b)
 		if !errors.Is(err, errBackfillStale) {
@@ -143,22 +172,29 @@ func (s *Store) backfill(ctx context.Context, b Backfill) (*BackfillResult, erro
 	// runs a backfill would create are those it then writes (unless one
 	// appeared in between: then it is exists).
 	now := s.clock.Now()
-	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, res, all, true); err != nil {
+	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, &b, res, all, true); err != nil {
 		return nil, err
 	}
 	if b.DryRun {
 		return res, nil
 	}
 	// The runs to create get their fire times in order, Rate a second.
+	// Under skip at most one starts, now, and the others are recorded:
+	// each is sent with a task, in case the run that would start exists
+	// by now and the next one starts instead.
 	var todo []int
 	for i, r := range res.Runs {
-		if r.Outcome == BackfillWouldCreate {
+		switch {
+		case r.Outcome == BackfillWouldCreate && b.OverlapPolicy != model.OverlapSkip:
 			fire := now.Add(time.Duration(len(todo)/max(b.Rate, 1)) * time.Second)
 			res.Runs[i].FireAt = &fire
 			todo = append(todo, i)
+		case r.Outcome == BackfillWouldCreate || r.Outcome == BackfillWouldSkip:
+			res.Runs[i].FireAt = &now
+			todo = append(todo, i)
 		}
 	}
-	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, res, todo, false); err != nil {
+	if err := s.backfillPages(ctx, sh, rec, h[sfVer], now, &b, res, todo, false); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -170,11 +206,11 @@ func errBackfillPaused(id string) error {
 
 // backfillPages runs backfill.lua on the runs of res at the indexes idx,
 // backfillPage of them a call, in order.
-func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, idx []int, dryRun bool) error {
+func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, b *Backfill, res *BackfillResult, idx []int, dryRun bool) error {
 	for len(idx) > 0 {
 		page := idx[:min(len(idx), backfillPage)]
 		idx = idx[len(page):]
-		if err := s.backfillPage(ctx, sh, rec, ver, now, res, page, dryRun); err != nil {
+		if err := s.backfillPage(ctx, sh, rec, ver, now, b, res, page, dryRun); err != nil {
 			return err
 		}
 	}
@@ -185,14 +221,19 @@ func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRe
 // and records its marks; a definition changed since h was read is
 // errBackfillStale. With dryRun the script decides and writes nothing:
 // the runs it would create are BackfillWouldCreate.
-func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, res *BackfillResult, page []int, dryRun bool) error {
+func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, b *Backfill, res *BackfillResult, page []int, dryRun bool) error {
 	q := s.queue(sh).Keys()
-	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}
-	dry := ""
+	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
+		inflightKey(sh)}
+	dry, skip := "", ""
 	if dryRun {
 		dry = flagSet
 	}
-	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory, dry}
+	if b.OverlapPolicy == model.OverlapSkip {
+		skip = flagSet
+	}
+	deadline := now.Add(cmp.Or(b.RunTimeout, BackfillRunTimeoutDefault))
+	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory, dry, skip, ms(deadline), string(model.ReasonOverlap)}
 	if len(keys) != backfillHeaderKeys || len(args) != backfillHeaderArgs {
 		return fmt.Errorf("backfill %s: %d keys and %d arguments, not the %d and %d backfill.lua reads",
 			rec.ID, len(keys), len(args), backfillHeaderKeys, backfillHeaderArgs)
@@ -253,6 +294,13 @@ func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRec
 				r.Outcome = BackfillKeyTaken
 			case runBeforeHistory:
 				r.Outcome = BackfillBeforeHistory
+			case runOverlapped:
+				r.Outcome = BackfillSkipped
+				if dryRun {
+					r.Outcome = BackfillWouldSkip
+				} else {
+					s.ledger.count(model.ReasonOverlap, 1)
+				}
 			default:
 				return fmt.Errorf("backfill %s: unexpected mark %q", rec.ID, marks[j:j+1])
 			}

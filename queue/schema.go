@@ -83,10 +83,11 @@ const (
 
 	runTaken         = "t" // a manual run or a live task holds the key: not written (backfill.lua), or written SKIPPED, reasonManualKeyTaken (commit.lua)
 	runBeforeHistory = "h" // not written: older than the oldest record of a full history
+	runOverlapped    = "o" // backfill.lua, overlap_policy skip: recorded SKIPPED, another run of the schedule in flight
 
-	backfillHeaderKeys = 6
+	backfillHeaderKeys = 7
 	backfillRunKeys    = 3
-	backfillHeaderArgs = 6
+	backfillHeaderArgs = 9
 	backfillRunArgs    = 5
 )
 
@@ -203,7 +204,7 @@ const (
 	reasonPaused         = string(model.ReasonPaused)         // pause.lua settles a run
 	reasonDeleted        = string(model.ReasonDeleted)        // delete.lua, upsert.lua settle a run
 	reasonManualKeyTaken = string(model.ReasonManualKeyTaken) // commit.lua: a manual run took the key
-	reasonCatchupDropped = string(model.ReasonCatchupDropped) // commit.lua: a record only, never ends a run
+	reasonCatchupDropped = string(model.ReasonCatchupDropped) // plan.go's record of dropped runs, under a key of its own
 )
 
 // How status.lua releases a run held behind the one it ends (ARGV[8]).
@@ -338,7 +339,7 @@ var luaNames = []struct {
 	{"pausedFailures", pausedFailures}, {"segAutoPaused", segAutoPaused}, {"srcBackfill", srcBackfill},
 	{"backfillNotFound", backfillNotFound}, {"backfillStale", backfillStale}, {"backfillPaused", backfillPaused},
 	{"replayKept", replayKept}, {"replayForgotten", replayForgotten},
-	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"backfillHeaderKeys", backfillHeaderKeys},
+	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"runOverlapped", runOverlapped}, {"backfillHeaderKeys", backfillHeaderKeys},
 	{"backfillRunKeys", backfillRunKeys}, {"backfillHeaderArgs", backfillHeaderArgs}, {"backfillRunArgs", backfillRunArgs},
 }
 

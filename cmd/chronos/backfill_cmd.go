@@ -13,7 +13,7 @@ type ScheduleBackfillCmd struct {
 	apiConn
 	From    string `name:"from" required:"" help:"Start of the range, RFC 3339 (inclusive)."`
 	To      string `name:"to" required:"" help:"End of the range, RFC 3339, in the past."`
-	Overlap string `name:"overlap" help:"overlap_policy of the backfill's runs: allow, the only one a backfill takes and its default."`
+	Overlap string `name:"overlap" help:"overlap_policy of the backfill's runs: allow (the default: every run) or skip (one run, none while another is in flight)."`
 	DryRun  bool   `name:"dry-run" help:"List what would run; create nothing."`
 }
 

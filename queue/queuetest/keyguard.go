@@ -47,9 +47,6 @@ var KeyGuardExempt = map[string]string{
 	// commit.lua builds run, task and mark keys from prefixes; its
 	// conversion is its own change.
 	"-- Commit a page of plans atomically": "commit.lua: keys from ARGV prefixes",
-	// Not converted yet: each builds keys from a shard prefix or from
-	// what it reads.
-	"-- Create a page of a schedule's backfill runs": "backfill.lua",
 }
 
 // chronosPrelude opens the Lua prelude of every chronos script

@@ -16,7 +16,7 @@
 //	chronos:{s07}:alarmkeys:<did> HASH an owner's idempotency key -> alarm id (alarm_create.lua)
 //	chronos:{s07}:alarmsactive:<did> SET an owner's alarms created active and not cancelled since (the active limit)
 //	chronos:{s07}:deleted:<id>   STRING the nonce of the call that deleted the schedule, for a minute (delete.lua)
-//	chronos:{s07}:manual:<key>   STRING a manual run's mark on its key, as long as its record (manual_run.lua; manualmarks.go)
+//	chronos:{s07}:manual:<key>   STRING a manual run's mark on its key, as long as its record (manual_run.lua; manualmarks.go); in its schedule's shard when it names one
 //	chronos:{s07}:inflight       ZSET  schedule id -> deadline (ms) of its in-flight run
 //	chronos:{s07}:vers           STRING the shard's definition version counter (upsert.lua): ver never repeats, even for an id re-created
 //	chronos:{s07}:lease          STRING redsync lock of the shard
@@ -44,6 +44,32 @@
 // deleted that no launcher has taken, alarm_lifecycle.lua moves an
 // alarm's state with its runs' ends and failed deliveries. No script reads Redis's clock: now is
 // an argument.
+//
+// Keys, so that Redis Cluster can route each script to one slot and
+// refuse nothing:
+//
+//   - Every key a script reads or writes comes in KEYS, all of one
+//     shard's hash tag; none is built inside Lua. A channel (PUBLISH) is
+//     not a key and comes in ARGV whole.
+//   - Where the keys depend on what Redis holds (a run's schedule, a
+//     schedule's run in flight, an alarm's owner, the alarm an owner's
+//     idempotency key names, a run history, the due page), the Go caller
+//     reads that first and passes both the keys and what it read.
+//   - The script reads it again and, when it changed, writes nothing and
+//     says so: statusRetry, alarmCreateStale, pauseStale, deleteStale,
+//     upsertStale (the caller reads again and calls again, a bounded
+//     number of times), or it leaves that item to its next call
+//     (expire_inflight.lua, read_due.lua). So the check and the writes
+//     stay one atomic step.
+//   - A read that needs no snapshot is pipelines, not a script (an
+//     alarm's view, loadAlarms).
+//   - commit.lua still builds run, task and mark keys from prefixes in
+//     ARGV; alarm_lifecycle.lua derives the owner's active set for it
+//     when it passes none.
+//   - queuetest.KeyGuard holds the rule in the tests: every test client
+//     runs the scripts with redis.call checked against KEYS, so a key
+//     built in Lua fails a test even in the right slot, where a cluster
+//     would let it through.
 //
 // status.lua publishes the id of a schedule it made due at once, a
 // "queue" schedule's held run whose time has come, on the shard's

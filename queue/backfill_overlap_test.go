@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +159,48 @@ func TestBackfillRefusesQueue(t *testing.T) {
 	require.Equal(t, "overlap_policy", fe.Field)
 	require.Contains(t, fe.Message, "not queue")
 	queuetest.RequireRuns(t, b.store, "q", "")
+}
+
+// Two API replicas run skip backfills of overlapping ranges at once,
+// again and again: one run starts in all, every other time is recorded
+// skipped once.
+func TestBackfillSkipAtOnceFromTwoReplicasStartsOneRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := bfSetup(t, nil)
+	b.hourly(t, "two")
+	other, err := queue.NewStore(ctx, b.r.Client(t), b.clock, nil)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		st := b.store
+		if i%2 == 1 {
+			st = other
+		}
+		from := bfT0.Add(-time.Duration(20+i) * time.Hour) // 20 to 27 hours back, to now
+		wg.Go(func() {
+			_, errs[i] = st.RunBackfill(ctx, queue.Backfill{ScheduleID: "two", From: from, To: bfT0, MaxRuns: 100, Rate: 10,
+				OverlapPolicy: model.OverlapSkip})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	runs := queuetest.RequireRuns(t, b.store, "two", "", hours(bfT0.Add(-27*time.Hour), 27)...)
+	started := 0
+	for _, r := range runs {
+		switch r.Status {
+		case model.RunEnqueued:
+			started++
+			require.Equal(t, r.IdempotencyKey, b.inflightOf(t, "two"))
+		case model.RunSkipped:
+			require.Equal(t, model.ReasonOverlap, r.Reason)
+		default:
+			t.Fatalf("run at %s is %s", r.RunAt, r.Status)
+		}
+	}
+	require.Equal(t, 1, started, "runs started by the eight skip backfills")
+	require.Equal(t, 1, queuetest.CountTasks(t, b.r.Client(t), queue.QueueNameDefault))
 }

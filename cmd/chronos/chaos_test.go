@@ -223,13 +223,23 @@ type chaosSlot struct {
 
 func newChaosCluster(t *testing.T) *chaosCluster {
 	t.Helper()
+	return newChaosClusterOn(t, nil)
+}
+
+// newChaosClusterOn is newChaosCluster on r, or on the Redis StartRedis
+// starts when r is nil.
+func newChaosClusterOn(t *testing.T, r *queuetest.Redis) *chaosCluster {
+	t.Helper()
 	c := &chaosCluster{t: t, ctx: context.Background(), dir: t.TempDir()}
 	start := time.Now()
 	bin, err := queuetest.BuildChronos(context.Background(), c.dir)
 	require.NoError(t, err)
 	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
 	c.bin = bin
-	c.redis = queuetest.StartRedis(t)
+	if r == nil {
+		r = queuetest.StartRedis(t)
+	}
+	c.redis = r
 	c.rdb = c.redis.Universal(t)
 	c.exec = newRecordingExecutor(t)
 	c.wake = newWakeRecorder(t)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,8 +41,11 @@ import (
 // CHRONOS_FAILOVER_LAG_MS (default 1000) freezes the replica (SIGSTOP)
 // that long before the kill. The kernel keeps the replication stream in
 // the frozen replica's socket buffer, so this delays the replica rather
-// than cutting its link: measured, it lost no acknowledged write. A cut
-// link (a proxy between master and replica) is what would lose some.
+// than cutting its link: measured, it lost no acknowledged write.
+// CHRONOS_FAILOVER_CUT_MS (Sentinel only) cuts the link instead: the
+// replica replicates through a proxy, which closes the link that long
+// before the kill, so every write of those milliseconds is lost.
+// CHRONOS_FAILOVER_WAIT_REPLICAS sets the schedulers' REDIS_WAIT_REPLICAS.
 const (
 	failoverSchedules = 200
 	// failoverLoad is how many seconds of runs (executor deliveries at
@@ -81,13 +85,38 @@ func TestChaosFailover(t *testing.T) {
 		require.True(t, n >= 0 && n <= 10000, "CHRONOS_FAILOVER_LAG_MS=%d: want 0 to 10000", n)
 		lag = time.Duration(n) * time.Millisecond
 	}
+	var cut time.Duration
+	if s := os.Getenv("CHRONOS_FAILOVER_CUT_MS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		require.True(t, n >= 0 && n <= 10000, "CHRONOS_FAILOVER_CUT_MS=%d: want 0 to 10000", n)
+		require.True(t, n == 0 || topo == queuetest.TopologySentinel, "CHRONOS_FAILOVER_CUT_MS: Sentinel only (a cluster replica dials its master's own address)")
+		cut = time.Duration(n) * time.Millisecond
+		require.True(t, n == 0 || kills == 1, "CHRONOS_FAILOVER_CUT_MS: one kill only (a restarted primary replicates around the proxy)")
+	}
+	schedEnv := maps.Clone(failoverEnv)
+	if s := os.Getenv("CHRONOS_FAILOVER_WAIT_REPLICAS"); s != "" {
+		schedEnv["REDIS_WAIT_REPLICAS"] = s
+	}
 	if topo == queuetest.TopologyCluster && os.Getenv(queuetest.ClusterReplicasEnv) == "" {
 		// A killed master needs a replica to promote.
 		t.Setenv(queuetest.ClusterReplicasEnv, "1")
 	}
-	t.Logf("%s: %d kills, each with the replica %s behind", topo, kills, lag)
 	began := time.Now()
-	c := newChaosCluster(t)
+	var (
+		r    *queuetest.Redis
+		link *queuetest.Proxy
+	)
+	if cut > 0 {
+		var s *queuetest.Sentinel
+		s, link = queuetest.StartSentinelLinked(t)
+		r = s.Server()
+		lag = 0
+		t.Logf("%s: %d kills, each with the replication link cut %s before; REDIS_WAIT_REPLICAS=%q", topo, kills, cut, schedEnv["REDIS_WAIT_REPLICAS"])
+	} else {
+		t.Logf("%s: %d kills, each with the replica %s behind; REDIS_WAIT_REPLICAS=%q", topo, kills, lag, schedEnv["REDIS_WAIT_REPLICAS"])
+	}
+	c := newChaosClusterOn(t, r)
 	timed := newTimedExecutor(t, c.exec)
 	api := c.start("api", "api", map[string]string{"AUTH_JWT_SECRET": testSecret})
 	c.token = mintToken(t, testSecret, "chaos-test", auth.ScopeAdmin)
@@ -99,7 +128,7 @@ func TestChaosFailover(t *testing.T) {
 	}
 	var scheds []*chaosProc
 	for i := range 2 {
-		scheds = append(scheds, c.start(fmt.Sprintf("scheduler-%d", i), "scheduler", failoverEnv))
+		scheds = append(scheds, c.start(fmt.Sprintf("scheduler-%d", i), "scheduler", schedEnv))
 	}
 	c.api = "http://" + api.addr
 	code, body := c.call(http.MethodPut, "/workflows/chaos/versions/1", `{"nodes":[{"id":"tick"}]}`)
@@ -116,7 +145,14 @@ func TestChaosFailover(t *testing.T) {
 		if i > 0 {
 			c.waitReplicated(topo)
 		}
+		if link != nil {
+			link.Cut(true) // the fault: the link is down from here to the kill
+			<-time.After(cut)
+		}
 		fo := c.killMaster(topo, lag)
+		if link != nil {
+			fo.cut = cut
+		}
 		fos = append(fos, fo)
 		t.Logf("failover %d: killed %s at %s, %s took over after %s", i+1, fo.killed,
 			fo.at.UTC().Format("15:04:05.000"), fo.promoted, fo.window.Round(time.Millisecond))
@@ -156,6 +192,7 @@ type failover struct {
 	at               time.Time     // the kill
 	window           time.Duration // kill to the replica serving as master, as the topology reports it
 	killed, promoted string
+	cut              time.Duration // how long the replication link was down before the kill
 }
 
 // killMaster kills the primary (Sentinel) or the master serving the
@@ -302,8 +339,8 @@ func (c *chaosCluster) reportFailover(topo string, fos []failover, e *timedExecu
 				gap = max(gap, times[j].Sub(times[j-1]))
 			}
 		}
-		t.Logf("FAILOVER %s #%d: master down to replica serving %s; longest pause in deliveries %s",
-			topo, i+1, fos[i].window.Round(time.Millisecond), gap.Round(time.Millisecond))
+		t.Logf("FAILOVER %s #%d: replication link cut %s before the kill; master down to replica serving %s; longest pause in deliveries %s",
+			topo, i+1, fos[i].cut, fos[i].window.Round(time.Millisecond), gap.Round(time.Millisecond))
 	}
 	t.Logf("FAILOVER %s: %d planned runs up to T_end, 0 lost; %d run records; %d runs executed more than once; "+
 		"%d records vanished and came back (created again after their run was executed); %d recorded over 1s late, %d over 5s, max %s",

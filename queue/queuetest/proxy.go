@@ -11,10 +11,15 @@ import (
 // network does: Freeze holds every byte in both directions (Redis stalled:
 // SIGSTOP, a long fork, a partition), DropNextReply loses the next reply
 // Redis sends and closes that connection (the command ran; go-redis sends
-// it again on a new connection).
+// it again on a new connection), Cut closes every connection and refuses
+// new ones (a link down: what was not yet through never arrives).
 type Proxy struct {
 	Addr string
 	drop atomic.Bool
+	cut  atomic.Bool
+
+	connsMu sync.Mutex
+	conns   []net.Conn
 
 	mu     sync.Mutex
 	thawed *sync.Cond // broadcast when frozen turns false or the proxy closes
@@ -32,22 +37,14 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	}
 	p := &Proxy{Addr: ln.Addr().String()}
 	p.thawed = sync.NewCond(&p.mu)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
+	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
 		p.thawed.Broadcast()
 		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
+		p.closeAll()
 		wg.Wait()
 	})
 	wg.Go(func() {
@@ -56,14 +53,18 @@ func StartProxy(t testing.TB, target string) *Proxy {
 			if err != nil {
 				return
 			}
+			if p.cut.Load() {
+				client.Close()
+				continue
+			}
 			server, err := net.Dial("tcp", target)
 			if err != nil {
 				client.Close()
 				continue
 			}
-			mu.Lock()
-			conns = append(conns, client, server)
-			mu.Unlock()
+			p.connsMu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.connsMu.Unlock()
 			wg.Go(func() { p.pipe(server, client, false) })
 			wg.Go(func() { p.pipe(client, server, true) })
 		}
@@ -77,6 +78,24 @@ func (p *Proxy) Freeze(on bool) {
 	p.frozen = on
 	p.mu.Unlock()
 	p.thawed.Broadcast()
+}
+
+// Cut closes every connection and refuses new ones (true), or lets new
+// ones through again (false).
+func (p *Proxy) Cut(on bool) {
+	p.cut.Store(on)
+	if on {
+		p.closeAll()
+	}
+}
+
+func (p *Proxy) closeAll() {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
 
 // waitThawed holds the caller while the proxy is frozen and open.

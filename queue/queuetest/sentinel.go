@@ -42,14 +42,35 @@ type Sentinel struct {
 // redis-server arguments for the primary and the replica.
 func StartSentinel(t testing.TB, extra ...string) *Sentinel {
 	t.Helper()
+	s, _ := startSentinel(t, false, extra...)
+	return s
+}
+
+// StartSentinelLinked is StartSentinel with the replica replicating
+// through a Proxy: Cut on it is a replication link that went down, so a
+// failover after it loses the writes the primary took meanwhile.
+func StartSentinelLinked(t testing.TB, extra ...string) (*Sentinel, *Proxy) {
+	t.Helper()
+	return startSentinel(t, true, extra...)
+}
+
+func startSentinel(t testing.TB, linked bool, extra ...string) (*Sentinel, *Proxy) {
+	t.Helper()
 	dir := t.TempDir()
 	s := &Sentinel{}
 	port := func() int { return FreePort(t) }
 	primary := startNode(t, dir, "primary", port, func(p int, d string) []string {
 		return append(RedisArgs(p, d), extra...)
 	})
+	var link *Proxy
+	upstream := primary.Port
+	if linked {
+		link = StartProxy(t, primary.Addr)
+		_, ps, _ := strings.Cut(link.Addr, ":")
+		upstream, _ = strconv.Atoi(ps)
+	}
 	replica := startNode(t, dir, "replica", port, func(p int, d string) []string {
-		return append(RedisArgs(p, d), append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}, extra...)...)
+		return append(RedisArgs(p, d), append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(upstream)}, extra...)...)
 	})
 	s.Redis = []*Node{primary, replica}
 	addrs := make([]string, 3)
@@ -74,7 +95,13 @@ func StartSentinel(t testing.TB, extra ...string) *Sentinel {
 	poll(t, 30*time.Second, "replica in sync, sentinels know it and each other", func() (bool, string) {
 		return s.ready(primary)
 	})
-	return s
+	return s, link
+}
+
+// Server is the set as StartRedis returns it under
+// CHRONOS_TEST_TOPOLOGY=sentinel, for a test that started it itself.
+func (s *Sentinel) Server() *Redis {
+	return &Redis{Addr: s.Redis[0].Addr, URL: s.URL, sentinel: s}
 }
 
 // ready reports whether primary's replicas are in sync and every live

@@ -59,8 +59,7 @@ func startTopology(t testing.TB, extra ...string) *Redis {
 	t.Helper()
 	switch Topology(t) {
 	case TopologySentinel:
-		s := StartSentinel(t, extra...)
-		return &Redis{Addr: s.Redis[0].Addr, URL: s.URL, sentinel: s}
+		return StartSentinel(t, extra...).Server()
 	case TopologyCluster:
 		c := StartClusterOf(t, 3, clusterReplicas(t), extra...)
 		return &Redis{Addr: c.Nodes[0].Addr, URL: c.URL, cluster: c}

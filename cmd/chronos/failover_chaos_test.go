@@ -339,8 +339,12 @@ func (c *chaosCluster) reportFailover(topo string, fos []failover, e *timedExecu
 				gap = max(gap, times[j].Sub(times[j-1]))
 			}
 		}
-		t.Logf("FAILOVER %s #%d: replication link cut %s before the kill; master down to replica serving %s; longest pause in deliveries %s",
-			topo, i+1, fos[i].cut, fos[i].window.Round(time.Millisecond), gap.Round(time.Millisecond))
+		fault := "replica frozen before the kill"
+		if fos[i].cut > 0 {
+			fault = fmt.Sprintf("replication link cut %s before the kill", fos[i].cut)
+		}
+		t.Logf("FAILOVER %s #%d: %s; master down to replica serving %s; longest pause in deliveries %s",
+			topo, i+1, fault, fos[i].window.Round(time.Millisecond), gap.Round(time.Millisecond))
 	}
 	t.Logf("FAILOVER %s: %d planned runs up to T_end, 0 lost; %d run records; %d runs executed more than once; "+
 		"%d records vanished and came back (created again after their run was executed); %d recorded over 1s late, %d over 5s, max %s",

@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Node is one redis-server process of a Cluster or a Sentinel set (a
@@ -62,7 +65,13 @@ func startNode(t testing.TB, parent, name string, port func() int, argsFor func(
 		if err := n.start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}
-		if err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited); err == nil {
+		err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited)
+		if err == nil {
+			// Another test's server may have taken the port between the
+			// check and the bind: the answer must come from this process.
+			err = n.answersItself()
+		}
+		if err == nil {
 			t.Cleanup(n.Kill)
 			return n
 		}
@@ -71,6 +80,24 @@ func startNode(t testing.TB, parent, name string, port func() int, argsFor func(
 		t.Logf("%s on port %d did not come up (retrying): %s", name, p, lastLines(string(b), 5))
 	}
 	t.Fatalf("could not start %s after 5 attempts", name)
+	return nil
+}
+
+// answersItself reports an error unless the server answering on n.Addr
+// is n's own process.
+func (n *Node) answersItself() error {
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	pid := n.cmd.Process.Pid
+	n.mu.Unlock()
+	if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r\n") {
+		return fmt.Errorf("%s answers from another process than %d (the port was taken meanwhile)", n.Addr, pid)
+	}
 	return nil
 }
 

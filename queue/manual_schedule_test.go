@@ -43,7 +43,7 @@ func TestManualRunOfAScheduledKeyLivesInTheSchedulesShard(t *testing.T) {
 	require.Equal(t, int64(1), b.rdb.Exists(ctx, queue.RunKey(sh, key)).Val(), "the record is in the schedule's shard")
 	require.Equal(t, queue.FlagSet, b.rdb.Get(ctx, queue.ManualKeyPrefix(sh)+key).Val(),
 		"the mark is where the schedule's commit looks")
-	marks := b.rdb.Keys(ctx, "chronos:*:manual:*").Val()
+	marks := queuetest.Keys(t, b.rdb, "chronos:*:manual:*")
 	require.Equal(t, []string{queue.ManualKeyPrefix(sh) + key}, marks, "no other shard is marked")
 	for _, k := range queuetest.Keys(t, b.rdb, "*") {
 		if strings.Contains(k, key) {

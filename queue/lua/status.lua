@@ -5,9 +5,9 @@
 -- release makes the schedule due at once, its id is published on the
 -- shard's channel (ARGV[1]).
 -- Every key comes in KEYS. The schedule's and its owner's keys depend on
--- what the run and the schedule hold, so the caller reads them first and
--- names what it read (ARGV[11], ARGV[12]); when the script finds otherwise
--- it writes nothing and answers statusRetry with what it found, and the
+-- what the run and the schedule hold, so the caller names what it knows
+-- (ARGV[11], ARGV[12]); when a final status finds otherwise, the script
+-- writes nothing and answers statusRetry with what it found, and the
 -- caller calls again with those keys.
 -- KEYS[1] -> run hash
 -- KEYS[2] -> due zset
@@ -51,14 +51,18 @@ end
 if run_is_final(st) or (from ~= '' and st ~= from) then
   return {statusUnchanged, st}
 end
+-- Only a final status touches the schedule's keys: only then must the
+-- caller have named them right.
 local id = redis.call('HGET', KEYS[1], rfSchedule) or ''
-if id ~= sid then
-  return {statusRetry, id, ''}
-end
-if id ~= '' then
-  local differs, o = alarm_owner_differs(KEYS[4], owner)
-  if differs then
-    return {statusRetry, id, o}
+if run_is_final(status) then
+  if id ~= sid then
+    return {statusRetry, id, ''}
+  end
+  if id ~= '' then
+    local differs, o = alarm_owner_differs(KEYS[4], owner)
+    if differs then
+      return {statusRetry, id, o}
+    end
   end
 end
 redis.call('HSET', KEYS[1], rfStatus, status, rfUpdated, now)

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down test-topologies test-failover
+.PHONY: run test build image bench fuzz redis-cluster redis-cluster-down redis-sentinel redis-sentinel-down test-topologies test-failover test-failover-cut
 
 ## run: chronos dev — API, scheduler, launcher and asynqmon on an embedded Redis.
 ## The shell execs the built binary instead of `go run`, whose child would
@@ -54,6 +54,18 @@ test-failover:
 	  log=$${TMPDIR:-/tmp}/chronos-failover-$$topo.log; \
 	  CHRONOS_TEST_TOPOLOGY=$$topo $(GO) test -count=1 -timeout 20m -run '^TestChaosFailover$$' -v ./cmd/chronos/ >$$log 2>&1; s=$$?; \
 	  grep -E 'FAILOVER|^(--- |ok|FAIL)' $$log; [ $$s = 0 ] || exit $$s; \
+	done
+
+## test-failover-cut: the failover test on Sentinel with the replica's
+## link cut 2 s before the primary dies (the replica replicates through a
+## proxy), without and with REDIS_WAIT_REPLICAS=1: what an asynchronous
+## failover loses, and what waiting for the replica saves.
+test-failover-cut:
+	@for wait in 0 1; do \
+	  log=$${TMPDIR:-/tmp}/chronos-failover-cut-wait$$wait.log; \
+	  CHRONOS_TEST_TOPOLOGY=sentinel CHRONOS_FAILOVER_CUT_MS=2000 CHRONOS_FAILOVER_WAIT_REPLICAS=$$wait \
+	    $(GO) test -count=1 -timeout 20m -run '^TestChaosFailover$$' -v ./cmd/chronos/ >$$log 2>&1; s=$$?; \
+	  echo "REDIS_WAIT_REPLICAS=$$wait:"; grep -E 'FAILOVER|^(--- |ok|FAIL)' $$log; [ $$s = 0 ] || exit $$s; \
 	done
 
 ## bench: micro-benchmarks of the engine, then the load harness (scripts/bench;

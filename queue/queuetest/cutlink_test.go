@@ -2,9 +2,11 @@ package queuetest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/queue/queuetest"
@@ -22,6 +24,16 @@ func TestSentinelCutLinkLosesTheWritesAfterIt(t *testing.T) {
 	n, err := rdb.Wait(ctx, 1, 5*time.Second).Result()
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "replicated through the link")
+
+	// Past the sentinels' failover-timeout of a plain set (10 s), when
+	// they would point the replica around the proxy.
+	<-time.After(11 * time.Second)
+	replica := redis.NewClient(&redis.Options{Addr: s.Redis[1].Addr})
+	defer replica.Close()
+	info, err := replica.Info(ctx, "replication").Result()
+	require.NoError(t, err)
+	_, port, _ := strings.Cut(link.Addr, ":")
+	require.Contains(t, info, "master_port:"+port+"\r\n", "the replica still replicates through the link")
 
 	link.Cut(true)
 	require.NoError(t, rdb.Set(ctx, "after", "1", 0).Err(), "the primary acknowledges")

@@ -73,6 +73,13 @@ func startSentinel(t testing.TB, linked bool, extra ...string) (*Sentinel, *Prox
 		return append(RedisArgs(p, d), append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(upstream)}, extra...)...)
 	})
 	s.Redis = []*Node{primary, replica}
+	failoverTimeout := 5 * SentinelDownAfter
+	if linked {
+		// Sentinels point a replica that names another master address
+		// (the proxy) back at the primary's own once failover-timeout has
+		// passed; this keeps the link through the proxy for the test.
+		failoverTimeout = time.Hour
+	}
 	addrs := make([]string, 3)
 	for i := range 3 {
 		n := startNode(t, dir, fmt.Sprintf("sentinel%d", i), port, func(p int, d string) []string {
@@ -82,7 +89,7 @@ func startSentinel(t testing.TB, linked bool, extra ...string) (*Sentinel, *Prox
 				"sentinel down-after-milliseconds %[3]s %[5]d\n"+
 				"sentinel failover-timeout %[3]s %[6]d\n"+
 				"sentinel parallel-syncs %[3]s 1\n",
-				p, d, SentinelMaster, primary.Port, SentinelDownAfter.Milliseconds(), (5 * SentinelDownAfter).Milliseconds())
+				p, d, SentinelMaster, primary.Port, SentinelDownAfter.Milliseconds(), failoverTimeout.Milliseconds())
 			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}

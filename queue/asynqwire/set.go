@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +24,18 @@ type Set struct {
 	published int      // how many of queues Publish lists
 	next      atomic.Uint32
 	listed    atomic.Pointer[time.Time] // when Publish last listed the queues
+
+	// lens are the pending lengths Take last read, less what it took
+	// since; read again when lensAt is zero or older than lensMaxAge.
+	mu     sync.Mutex
+	lens   []int64
+	lensAt time.Time
 }
+
+// lensMaxAge bounds how long Take plans from the pending lengths it read
+// before: a queue that was empty then is looked at again this much later
+// at most (or at once when a take comes back short).
+const lensMaxAge = 100 * time.Millisecond
 
 // NewSet returns the set of queues; Publish lists the queues in publish,
 // and legacy (which may be nil) is consumed with them but not listed.
@@ -74,27 +87,28 @@ func (s *Set) Publish(ctx context.Context) error {
 // share of n, starting one queue further each call, so no queue waits
 // behind another, and takes every share in one more pipeline. (Taking
 // queue by queue cost a round trip per queue: with a burst spread over 16
-// shard queues, a lane taking 9 tasks made 10 round trips.)
+// shard queues, a lane taking 9 tasks made 10 round trips.) The lengths
+// serve the next calls too, less what they took, for up to lensMaxAge
+// and while every share comes back whole: under a burst a take is then
+// one round trip.
 func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 	if len(s.queues) == 1 {
 		return s.queues[0].Take(ctx, n)
 	}
-	lens := make([]*redis.IntCmd, len(s.queues))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range s.queues {
-			lens[i] = p.LLen(ctx, q.keys.Pending())
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read pending run tasks: %w", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.readLens(ctx); err != nil {
+		return nil, err
 	}
+	lens := s.lens
 	full := 0
 	for _, l := range lens {
-		if l.Val() > 0 {
+		if l > 0 {
 			full++
 		}
 	}
 	type share struct {
+		j int // the queue's index
 		q *Queue
 		n int
 	}
@@ -105,21 +119,32 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		if left <= 0 || full == 0 {
 			break
 		}
-		if lens[j].Val() == 0 {
+		if lens[j] == 0 {
 			continue
 		}
 		// Each queue that holds tasks gets its share of what is left;
 		// what a short one leaves goes to the next.
-		m := min((left+full-1)/full, int(lens[j].Val()))
+		m := min((left+full-1)/full, int(lens[j]))
 		full--
-		shares = append(shares, share{s.queues[j], m})
+		shares = append(shares, share{j, s.queues[j], m})
 		left -= m
+	}
+	// The lengths stay for the next call less what this one took; a
+	// share that came back short means they are out of date.
+	took := func(sh share, got int, err error) {
+		s.lens[sh.j] = max(s.lens[sh.j]-int64(got), 0)
+		if err != nil || got < sh.n {
+			s.lensAt = time.Time{}
+		}
 	}
 	switch len(shares) {
 	case 0:
+		s.lensAt = time.Time{}
 		return nil, nil
 	case 1:
-		return shares[0].q.Take(ctx, shares[0].n)
+		ts, err := shares[0].q.Take(ctx, shares[0].n)
+		took(shares[0], len(ts), err)
+		return ts, err
 	}
 	now := time.Now() // asynq's servers lease and recover by their host clock
 	cmds := make([]*redis.Cmd, len(shares))
@@ -135,6 +160,7 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		v, err := cmds[i].StringSlice()
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
 			ts, err := sh.q.Take(ctx, sh.n) // loads the script
+			took(sh, len(ts), err)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -142,17 +168,45 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 			continue
 		}
 		if err != nil {
+			took(sh, 0, err)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("take tasks of %s: %w", sh.q.keys.Queue, err)
 			}
 			continue
 		}
-		out = append(out, sh.q.taken(v, now)...)
+		ts := sh.q.taken(v, now)
+		took(sh, len(ts), nil)
+		out = append(out, ts...)
 	}
 	if len(out) > 0 {
 		return out, nil // these are held: run them, the rest next call
 	}
 	return nil, firstErr
+}
+
+// readLens reads every pending list's length in one pipeline, unless
+// the lengths read before are recent and some queue still holds tasks by
+// them. s.mu is held.
+func (s *Set) readLens(ctx context.Context) error {
+	if !s.lensAt.IsZero() && time.Since(s.lensAt) < lensMaxAge && slices.ContainsFunc(s.lens, func(l int64) bool { return l > 0 }) {
+		return nil
+	}
+	cmds := make([]*redis.IntCmd, len(s.queues))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range s.queues {
+			cmds[i] = p.LLen(ctx, q.keys.Pending())
+		}
+		return nil
+	}); err != nil {
+		s.lensAt = time.Time{}
+		return fmt.Errorf("read pending run tasks: %w", err)
+	}
+	s.lens = make([]int64, len(cmds))
+	for i, c := range cmds {
+		s.lens[i] = c.Val()
+	}
+	s.lensAt = time.Now()
+	return nil
 }
 
 // Forward makes the tasks scheduled at or before now runnable in every

@@ -1,0 +1,224 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// BenchmarkColdBurstRedisCost measures what a cold burst's run costs Redis
+// (issue 28): coldBurstN schedules due in one second, planned and
+// committed by TickShard on all shards at once, as a scheduler with
+// LOOKAHEAD_MS=0 does at the due second; then, on the same redis-server,
+// as many raw asynq enqueues (a sha256 TaskID, 64 clients), the peer the
+// harness compares with. It reports per run: commands Redis ran inside
+// the scripts (INFO commandstats, a count: the same on every machine),
+// bytes Redis read, and Redis CPU (used_cpu_user+sys), each beside the raw
+// enqueue's. CPU varies with the machine's load; counts and bytes do not.
+//
+//	go test ./scheduler -run '^$' -bench ColdBurstRedisCost -benchtime 1x -count 3
+func BenchmarkColdBurstRedisCost(b *testing.B) {
+	n := coldBurstN
+	if v, err := strconv.Atoi(os.Getenv("COLDBURST_N")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		c := measureColdBurst(b, n)
+		b.ReportMetric(c.chronos.cmds, "cmds/run")
+		b.ReportMetric(c.chronos.bytesIn, "B-in/run")
+		b.ReportMetric(c.chronos.cpuUS, "redis-µs/run")
+		b.ReportMetric(c.readDue.cpuUS, "read-due-redis-µs/run")
+		b.ReportMetric(c.raw.cmds, "raw-cmds/task")
+		b.ReportMetric(c.raw.bytesIn, "raw-B-in/task")
+		b.ReportMetric(c.raw.cpuUS, "raw-redis-µs/task")
+		b.ReportMetric(c.raw.cpuUS/c.chronos.cpuUS, "cpu-ratio-raw/chronos")
+		b.Logf("chronos per run: %s", c.chronos.cmdLine)
+		b.Logf("raw asynq per task: %s", c.raw.cmdLine)
+	}
+}
+
+const coldBurstN = 10000
+
+type redisCost struct {
+	cmds, bytesIn, cpuUS float64
+	cmdLine              string
+}
+
+type coldBurstCost struct{ readDue, chronos, raw redisCost }
+
+func measureColdBurst(tb testing.TB, n int) coldBurstCost {
+	ctx := context.Background()
+	r := queuetest.StartRedis(tb)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 128, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	tb.Cleanup(func() { _ = rdb.Close() })
+	due := time.Now().Truncate(time.Second).Add(time.Hour)
+	clock := queue.NewSimClock(due.Add(-time.Minute))
+	store, err := queue.NewStore(ctx, rdb, clock, &queue.Config{Shards: queue.ShardsDefault})
+	require.NoError(tb, err)
+	s, err := New(store, nil, nil, nil)
+	require.NoError(tb, err)
+	tmpl := model.ScheduleRecord{Kind: model.KindCron, Target: model.TargetWorkflow, WorkflowID: "wf", Version: "1",
+		UserID: "bench", CronExpr: fmt.Sprintf("%d %d %d * * *", due.UTC().Second(), due.UTC().Minute(), due.UTC().Hour()),
+		Timezone: "UTC", OverlapPolicy: model.OverlapAllow, CatchupPolicy: model.CatchupFireImmediately}
+	parallel(n, 64, func(i int) {
+		rec := tmpl
+		rec.ID = fmt.Sprintf("sched-%07d", i)
+		_, err := store.UpsertSchedule(ctx, &rec)
+		require.NoError(tb, err)
+	})
+	clock.Set(due)
+
+	var out coldBurstCost
+	out.readDue = meterRedis(tb, rdb, n, func() {
+		callgrind("-z")
+		defer callgrind("-d")
+		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
+			_, err := store.ReadDue(ctx, sh, due, 1000)
+			require.NoError(tb, err)
+		})
+	})
+	out.chronos = meterRedis(tb, rdb, n, func() {
+		callgrind("-z") // CALLGRIND=1 runs redis-server under valgrind (see callgrind)
+		defer callgrind("-d")
+		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
+			require.NoError(tb, s.TickShard(ctx, sh))
+		})
+	})
+	var pending int64
+	for sh := range queue.ShardsDefault {
+		d, err := store.RunQueue(sh).Depth(ctx)
+		require.NoError(tb, err)
+		pending += d["pending"]
+	}
+	require.EqualValues(tb, n, pending, "every schedule's run is a pending task")
+
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: r.Addr, PoolSize: 64, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	tb.Cleanup(func() { _ = client.Close() })
+	out.raw = meterRedis(tb, rdb, n, func() {
+		parallel(n, 64, func(i int) {
+			id := fmt.Sprintf("sched-%07d", i)
+			sum := sha256.Sum256([]byte(id + ":" + strconv.FormatInt(due.Unix(), 10)))
+			key := hex.EncodeToString(sum[:])
+			payload, _ := json.Marshal(queue.TaskPayload{IdempotencyKey: key, ScheduleID: id, RunAt: due, FireAt: due,
+				WorkflowID: "wf", Version: "1", UserID: "bench", Source: model.SourceSchedule})
+			_, err := client.EnqueueContext(ctx, asynq.NewTask(queue.TaskTypeRun, payload), asynq.TaskID(key),
+				asynq.Queue("raw"), asynq.Retention(queue.TaskRetentionDefault), asynq.MaxRetry(queue.TaskMaxRetryDefault),
+				asynq.Timeout(5*time.Minute))
+			require.NoError(tb, err)
+		})
+	})
+	return out
+}
+
+// meterRedis runs f and returns what Redis spent on it per unit of n.
+func meterRedis(tb testing.TB, rdb *redis.Client, n int, f func()) redisCost {
+	ctx := context.Background()
+	info := func() map[string]string {
+		s, err := rdb.Info(ctx, "commandstats", "cpu", "stats").Result()
+		require.NoError(tb, err)
+		m := map[string]string{}
+		for _, line := range strings.Split(s, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	num := func(m map[string]string, k string) float64 {
+		f, _ := strconv.ParseFloat(m[k], 64)
+		return f
+	}
+	calls := func(m map[string]string) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			name, ok := strings.CutPrefix(k, "cmdstat_")
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(v, ",") {
+				if c, ok := strings.CutPrefix(f, "calls="); ok {
+					out[name], _ = strconv.ParseFloat(c, 64)
+				}
+			}
+		}
+		return out
+	}
+	a := info()
+	f()
+	z := info()
+	ca, cz := calls(a), calls(z)
+	var c redisCost
+	var parts []string
+	for name, v := range cz {
+		d := v - ca[name]
+		if d <= 0 || name == "info" || name == "evalsha" || name == "eval" || name == "script|load" {
+			if d > 0 && name != "info" {
+				parts = append(parts, fmt.Sprintf("%s %.3f", name, d/float64(n)))
+			}
+			continue
+		}
+		c.cmds += d / float64(n)
+		parts = append(parts, fmt.Sprintf("%s %.3f", name, d/float64(n)))
+	}
+	cpu := func(m map[string]string) float64 { return num(m, "used_cpu_user") + num(m, "used_cpu_sys") }
+	c.cpuUS = (cpu(z) - cpu(a)) * 1e6 / float64(n)
+	c.bytesIn = (num(z, "total_net_input_bytes") - num(a, "total_net_input_bytes")) / float64(n)
+	c.cmdLine = fmt.Sprintf("%.2f commands in scripts (%s)", c.cmds, strings.Join(sortedStrings(parts), ", "))
+	return c
+}
+
+func parallel(n, workers int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// callgrind runs callgrind_control with arg when CALLGRIND=1: with a
+// redis-server on the PATH that runs the real one under valgrind
+// --tool=callgrind --collect-atstart=yes, the burst's own instructions
+// are counted (-z zeroes before it, -d dumps after).
+func callgrind(arg string) {
+	if os.Getenv("CALLGRIND") == "1" {
+		_ = exec.Command("callgrind_control", arg).Run()
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +51,10 @@ type DueSchedule struct {
 // applies a plan only while the schedule is still in that state.
 type Expectation struct {
 	next, inflight, ver string
+	// owner is the schedule's owner ("" for a registrar's): a plan that
+	// retires an alarm takes it out of its owner's active set, whose key
+	// Commit passes in KEYS.
+	owner string
 }
 
 // Plan returns the plan that retires d (drops it from the due set) if d
@@ -103,7 +106,7 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 
 // decodeDue fills d from its schedule's hash h.
 func (s *Store) decodeDue(d *DueSchedule, h map[string]string) {
-	d.expect = Expectation{next: h[sfNext], inflight: h[sfInflight], ver: h[sfVer]}
+	d.expect = Expectation{next: h[sfNext], inflight: h[sfInflight], ver: h[sfVer], owner: h[sfOwner]}
 	d.Inflight = h[sfInflight]
 	d.Released = h[sfReleased] != ""
 	d.ResumedAt, _ = parseMS(h[sfResumed])
@@ -227,83 +230,6 @@ type Plan struct {
 	// its last_error; a registrar's schedule ignores it.
 	RetireReason string
 	Runs         []PlannedRun
-}
-
-// commitCall is one call of commit.lua: Commit for plans carrying at
-// most CommitRunsMax runs between them (or one plan), atomically.
-func (s *Store) commitCall(ctx context.Context, shard int, now time.Time, plans []Plan) ([]bool, error) {
-	if err := s.tasks.Publish(ctx); err != nil {
-		return nil, err
-	}
-	q := s.queue(shard).Keys()
-	args := make([]any, 0, commitHeaderArgs+len(plans)*(commitPlanArgs+commitRunArgs))
-	args = append(args, shardPrefix(shard), ms(now), s.cfg.RunHistory, q.TaskPrefix(), now.UnixNano(), manualKeyPrefix(shard), len(plans))
-	want := commitHeaderArgs
-	for _, p := range plans {
-		next := ""
-		if !p.NewNext.IsZero() {
-			next = strconv.FormatInt(ms(p.NewNext), 10)
-		}
-		hold := ""
-		if p.Hold {
-			hold = flagSet
-		}
-		want += commitPlanArgs + commitRunArgs*len(p.Runs)
-		args = append(args, p.ID, p.Expect.next, p.Expect.inflight, p.Expect.ver, next, scoreString(p.NewScore),
-			p.Inflight, ms(p.InflightDeadline), hold, cut(p.RetireReason, model.MaxRunErrorLen), len(p.Runs))
-		for i := range p.Runs {
-			r := &p.Runs[i]
-			var msg []byte
-			var processAt int64
-			if r.Status == model.RunEnqueued {
-				var err error
-				if msg, processAt, err = s.asynqTask(shard, &r.Task, now); err != nil {
-					return nil, err
-				}
-			}
-			args = append(args, r.Key, ms(r.RunAt), ms(r.FireAt), string(r.Status), r.Error, msg, processAt, string(r.Reason))
-		}
-	}
-	if len(args) != want {
-		// commit.lua reads its arguments by these strides: a mismatch
-		// would misread every plan after it.
-		return nil, fmt.Errorf("commit %d plans of shard %d: %d arguments, not the %d commit.lua reads", len(plans), shard, len(args), want)
-	}
-	cmd, err := s.runCommit(ctx,
-		[]string{dueKey(shard), inflightKey(shard), q.Pending(), q.Scheduled(), q.Archived(), q.Completed()}, args...)
-	var res []any
-	if err == nil {
-		res, err = cmd.Slice()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
-	}
-	if len(res) != len(plans) {
-		return nil, fmt.Errorf("commit %d plans of shard %d: %d answers", len(plans), shard, len(res))
-	}
-	out := make([]bool, len(res))
-	for i, v := range res {
-		made, ok := v.(string)
-		if out[i] = ok && strings.HasPrefix(made, commitApplied); !out[i] {
-			continue
-		}
-		marks := made[len(commitApplied):]
-		for j := range plans[i].Runs {
-			r := &plans[i].Runs[j]
-			mark := ""
-			if j < len(marks) {
-				mark = marks[j : j+1]
-			}
-			r.Written, r.Taken = mark == runWritten, mark == runTaken
-			switch {
-			case r.Taken:
-				s.ledger.count(model.ReasonManualKeyTaken, 1)
-			case r.Written && r.Status == model.RunSkipped:
-				s.ledger.count(r.Reason, 1)
-			}
-		}
-	}
-	return out, nil
 }
 
 // ExpireInflight fails in-flight runs past their deadline (reason

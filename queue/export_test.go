@@ -73,4 +73,6 @@ var ReadDueScript = readDueScript
 
 // ExpectState is the Expectation of a schedule whose hash holds next,
 // inflight and ver.
-func ExpectState(next, inflight, ver string) Expectation { return Expectation{next, inflight, ver} }
+func ExpectState(next, inflight, ver string) Expectation {
+	return Expectation{next: next, inflight: inflight, ver: ver}
+}

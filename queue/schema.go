@@ -272,11 +272,12 @@ const (
 
 // commit.lua's ARGV: commitHeaderArgs fixed arguments, then per plan
 // commitPlanArgs arguments followed by commitRunArgs per run (see the
-// script's header). Commit checks what it sends against them.
+// script's header; its KEYS: commitHeaderKeys in commit_call.go). Commit
+// checks what it sends against them.
 const (
-	commitHeaderArgs = 7
-	commitPlanArgs   = 11
-	commitRunArgs    = 8
+	commitHeaderArgs = 6
+	commitPlanArgs   = 10
+	commitRunArgs    = 7
 )
 
 // upsert.lua's and alarm_create.lua's ARGV: these many fixed arguments,

@@ -102,6 +102,7 @@ var (
 	deleteScript         = loadScript("delete", "run_record", "settle")
 	readDueScript        = loadReadOnlyScript("read_due")
 	commitScript         = loadScript("commit", "enqueue_task", "run_record", "alarm_lifecycle")
+	trimHistoryScript    = loadScript("trim_history", "enqueue_task")
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
 	expireInflightScript = loadScript("expire_inflight", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
 	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")

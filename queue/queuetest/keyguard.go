@@ -44,9 +44,6 @@ func NewKeyGuard() *KeyGuard { return &KeyGuard{} }
 // does not check yet, with the reason. A script is taken off once its
 // every key comes in KEYS.
 var KeyGuardExempt = map[string]string{
-	// commit.lua builds run, task and mark keys from prefixes; its
-	// conversion is its own change.
-	"-- Commit a page of plans atomically": "commit.lua: keys from ARGV prefixes",
 }
 
 // chronosPrelude opens the Lua prelude of every chronos script

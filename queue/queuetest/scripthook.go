@@ -26,9 +26,12 @@ type ScriptHook struct {
 	calls [][]any
 }
 
-// CommitKeys picks the scheduler's commit calls: six keys, the first a
-// shard's due set.
-func CommitKeys(keys []string) bool { return len(keys) == 6 && strings.HasSuffix(keys[0], "}:due") }
+// CommitKeys picks the scheduler's commit calls: a shard's due set,
+// in-flight set and run queue's pending list first.
+func CommitKeys(keys []string) bool {
+	return len(keys) >= 6 && strings.HasSuffix(keys[0], "}:due") && strings.HasSuffix(keys[1], "}:inflight") &&
+		strings.HasSuffix(keys[2], ":pending")
+}
 
 // Calls returns the arguments (ARGV) of each picked call Redis ran (a
 // NOSCRIPT answer, which the client follows with EVAL, is not a call).

@@ -43,8 +43,7 @@ func NewKeyGuard() *KeyGuard { return &KeyGuard{} }
 // KeyGuardExempt holds the first line of each chronos script the guard
 // does not check yet, with the reason. A script is taken off once its
 // every key comes in KEYS.
-var KeyGuardExempt = map[string]string{
-}
+var KeyGuardExempt = map[string]string{}
 
 // chronosPrelude opens the Lua prelude of every chronos script
 // (queue.luaPrelude).

@@ -103,7 +103,9 @@ var simZones = []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Europ
 //     with its schema changes);
 //   - 801-2000 on 2026-11-27 at commit cc29c64;
 //   - 1-2000 on 2026-11-27 at commit da16e28, after the scripts named
-//     their arguments.
+//     their arguments;
+//   - 1-200 on 2026-11-27 at commit 85b3b82, with the catch-up drop
+//     record's own key and the dst_skipped records.
 func TestSim(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6}
 	if v := os.Getenv("SIM_SEEDS"); v != "" { // "from-to", to explore

@@ -63,9 +63,6 @@
 //     stay one atomic step.
 //   - A read that needs no snapshot is pipelines, not a script (an
 //     alarm's view, loadAlarms).
-//   - commit.lua still builds run, task and mark keys from prefixes in
-//     ARGV; alarm_lifecycle.lua derives the owner's active set for it
-//     when it passes none.
 //   - queuetest.KeyGuard holds the rule in the tests: every test client
 //     runs the scripts with redis.call checked against KEYS, so a key
 //     built in Lua fails a test even in the right slot, where a cluster

@@ -33,17 +33,17 @@ end
 -- status st, with last_error err unless err is nil, and takes it out of
 -- its owner's active set (active_key, from the caller's KEYS) as cancel
 -- does, so the set holds only the alarms that may fire. The set is in the
--- alarm's shard. A caller that passes no active_key (commit.lua, until it
--- passes the key in KEYS) has the set's key derived from skey's prefix up
--- to its hash tag.
+-- alarm's shard; the alarm's id is skey's end, after its shard's prefix.
+-- Without active_key the set keeps the id, which a create at the limit
+-- prunes (alarm_prune.lua).
 local function alarm_end(skey, a, st, err, active_key)
   redis.call('HSET', skey, afStatus, st)
   if err then
     redis.call('HSET', skey, afLastErr, err)
   end
   local pfx = string.match(skey, '^[^{]*{[^}]*}:')
-  if pfx and a.owner then
-    redis.call('SREM', active_key or (pfx .. segAlarmsActive .. a.owner), string.sub(skey, #pfx + #segSched + 1))
+  if pfx and a.owner and active_key then
+    redis.call('SREM', active_key, string.sub(skey, #pfx + #segSched + 1))
   end
 end
 

@@ -2,13 +2,13 @@ package queue
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/queue/scriptrewrite"
 )
 
 // Script flags. Every script opens with a "#!lua" line (Redis 7 and
@@ -48,7 +48,7 @@ func adaptScriptFlags(ctx context.Context, rdb redis.UniversalClient) (bool, err
 		return false, fmt.Errorf("probe Lua script flags: %w", err)
 	}
 	if _, loaded := adapted.LoadOrStore(rdb, true); !loaded {
-		rdb.AddHook(&stripFlags{})
+		rdb.AddHook(stripFlags())
 	}
 	return false, nil
 }
@@ -58,68 +58,13 @@ func adaptScriptFlags(ctx context.Context, rdb redis.UniversalClient) (bool, err
 var adapted sync.Map
 
 // stripFlags is the go-redis hook of adaptScriptFlags. It removes a
-// leading "#!" line from EVAL, EVAL_RO and SCRIPT LOAD, and sends
-// EVALSHA and EVALSHA_RO the digest of the script as cut, which go-redis
-// computed from the script as written.
-type stripFlags struct {
-	digests sync.Map // sha1 of the script as written -> sha1 as sent
-}
-
-func (h *stripFlags) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *stripFlags) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.rewrite(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *stripFlags) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.rewrite(cmd)
+// leading "#!" line from the scripts its client sends.
+func stripFlags() redis.Hook {
+	return scriptrewrite.New(func(src string) (string, bool) {
+		if !strings.HasPrefix(src, "#!") {
+			return "", false
 		}
-		return next(ctx, cmds)
-	}
-}
-
-// rewrite changes cmd's arguments in place.
-func (h *stripFlags) rewrite(cmd redis.Cmder) {
-	args := cmd.Args()
-	src := 1 // the index of the script or its digest
-	switch cmd.Name() {
-	case "eval", "eval_ro":
-	case "script":
-		if len(args) < 3 || !strings.EqualFold(fmt.Sprint(args[1]), "load") {
-			return
-		}
-		src = 2
-	case "evalsha", "evalsha_ro":
-		if len(args) > 1 {
-			if sha, ok := args[1].(string); ok {
-				if cut, ok := h.digests.Load(strings.ToLower(sha)); ok {
-					args[1] = cut
-				}
-			}
-		}
-		return
-	default:
-		return
-	}
-	if len(args) <= src {
-		return
-	}
-	s, ok := args[src].(string)
-	if !ok || !strings.HasPrefix(s, "#!") {
-		return
-	}
-	_, body, _ := strings.Cut(s, "\n")
-	args[src] = body
-	h.digests.Store(digest(s), digest(body))
-}
-
-// digest is a script's SHA1 as EVALSHA takes it.
-func digest(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
+		_, body, _ := strings.Cut(src, "\n")
+		return body, true
+	})
 }

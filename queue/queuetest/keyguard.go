@@ -1,14 +1,10 @@
 package queuetest
 
 import (
-	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/chronos-sched/chronos/queue/scriptrewrite"
 )
 
 // KeyGuard is a go-redis hook that makes every chronos script (a script
@@ -24,12 +20,11 @@ import (
 // check of each command's key arguments against KEYS. A command it does
 // not know fails the script too, so a new command is a deliberate
 // addition to keyGuardLua. Scripts of other code (asynq's own, the
-// declarative library's) are left alone, and so are the chronos scripts
-// KeyGuardExempt names.
+// declarative library's) are left alone.
 //
 // Client, Universal and Sentinel.Client add it; a test that makes its own
 // client adds it with AddHook(queuetest.NewKeyGuard()).
-type KeyGuard struct{}
+type KeyGuard = scriptrewrite.Hook
 
 // guardedDigests maps the sha1 of each script as written to its sha1 as
 // guarded, for every KeyGuard: the rewrite is the same in each, so a
@@ -38,76 +33,19 @@ type KeyGuard struct{}
 var guardedDigests sync.Map
 
 // NewKeyGuard returns a KeyGuard hook.
-func NewKeyGuard() *KeyGuard { return &KeyGuard{} }
-
-// KeyGuardExempt holds the first line of each chronos script the guard
-// does not check yet, with the reason. A script is taken off once its
-// every key comes in KEYS.
-var KeyGuardExempt = map[string]string{}
+func NewKeyGuard() *KeyGuard { return &KeyGuard{Rewrite: guard, Digests: &guardedDigests} }
 
 // chronosPrelude opens the Lua prelude of every chronos script
 // (queue.luaPrelude).
 const chronosPrelude = "-- Generated from queue/schema.go by loadScript."
 
-func (g *KeyGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g *KeyGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.rewrite(cmd)
-		return next(ctx, cmd)
+// guard is the rewrite: a chronos script gets the guard after its flags
+// line; other scripts are sent as they are.
+func guard(src string) (string, bool) {
+	if !strings.Contains(src, chronosPrelude) {
+		return "", false
 	}
-}
-
-func (g *KeyGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			g.rewrite(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// rewrite changes cmd's arguments in place: a chronos script gets the
-// guard after its flags line, and EVALSHA the digest of the script so
-// guarded (known once the client sent the script itself, which it does
-// after Redis answers NOSCRIPT).
-func (g *KeyGuard) rewrite(cmd redis.Cmder) {
-	args := cmd.Args()
-	src := 1
-	switch cmd.Name() {
-	case "eval", "eval_ro":
-	case "script":
-		if len(args) < 3 || !strings.EqualFold(fmt.Sprint(args[1]), "load") {
-			return
-		}
-		src = 2
-	case "evalsha", "evalsha_ro":
-		if len(args) > 1 {
-			if sha, ok := args[1].(string); ok {
-				if guarded, ok := guardedDigests.Load(strings.ToLower(sha)); ok {
-					args[1] = guarded
-				}
-			}
-		}
-		return
-	default:
-		return
-	}
-	if len(args) <= src {
-		return
-	}
-	s, ok := args[src].(string)
-	if !ok || !strings.Contains(s, chronosPrelude) {
-		return
-	}
-	for marker := range KeyGuardExempt {
-		if strings.Contains(s, "\n"+marker) {
-			return
-		}
-	}
-	guarded := Guarded(s)
-	args[src] = guarded
-	guardedDigests.Store(sha1hex(s), sha1hex(guarded))
+	return Guarded(src), true
 }
 
 // Guarded returns script src with the key guard put before its body,
@@ -118,11 +56,6 @@ func Guarded(src string) string {
 		return line + "\n" + keyGuardLua + body
 	}
 	return keyGuardLua + src
-}
-
-func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 // keyGuardLua shadows the global redis with a table whose call and pcall

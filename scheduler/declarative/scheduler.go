@@ -122,7 +122,7 @@ type Scheduler struct {
 	idle     bool      // waiting for its timer or a poke
 	idleNow  time.Time // the clock when it went idle
 	idleNext time.Time // its next wake then; zero when none
-	active   int       // callbacks started and not yet recorded
+	active   int       // callbacks started whose end is not yet recorded and told
 
 	quit       chan struct{} // closed to stop the loop
 	loopDone   chan struct{}
@@ -677,7 +677,6 @@ func (s *Scheduler) finishBatch(batch []finish) {
 			s.push(t, now)
 		}
 	}
-	s.active -= len(batch)
 	s.poke()
 	s.mu.Unlock()
 	for i, f := range batch {
@@ -688,6 +687,11 @@ func (s *Scheduler) finishBatch(batch []finish) {
 		}
 		s.runs.Done()
 	}
+	// Only now are the runs over for a test waiting to settle: their
+	// events are out.
+	s.mu.Lock()
+	s.active -= len(batch)
+	s.mu.Unlock()
 }
 
 // renewer extends the leases of the running callbacks every third of

@@ -51,6 +51,39 @@ if not exists then
   if not runs then
     return {upsertStale}
   end
+  if m == 0 then
+    -- The common case: a new id with no history left by a deleted
+    -- schedule. The hash is written whole in one HSET, and what the
+    -- general path below would read back or delete is known: the hash
+    -- did not exist, so it holds nothing to delete, no jitter to compare,
+    -- no hold, no pause and no version, and its fields are the ones
+    -- written here. Each redis.call saved is a few µs of Redis per upsert
+    -- (issue 28). Keep the two paths' results the same.
+    local ver = redis.call('INCR', KEYS[4])
+    if ver < 1 then -- the general path's max with the hash's version, 0 here
+      ver = 1
+      redis.call('SET', KEYS[4], ver)
+    end
+    local f = {sfTiming, timingHash, sfUpdated, now}
+    for i = first, last do
+      f[#f + 1] = ARGV[i]
+    end
+    -- Strings all: the caller reads the reply as the hash's values.
+    local tail = {sfVer, tostring(ver), sfCreated, now, sfAnchor, anchor}
+    if nextAt ~= '' then
+      tail[7], tail[8] = sfNext, nextAt
+    end
+    for _, v in ipairs(tail) do
+      f[#f + 1] = v
+    end
+    redis.call('HSET', KEYS[1], unpack(f))
+    if nextAt ~= '' then
+      redis.call('ZADD', KEYS[2], tonumber(nextAt) - tonumber(lead), id)
+    else
+      redis.call('ZADD', KEYS[2], '+inf', id)
+    end
+    return {upsertCreated, f, 0}
+  end
 end
 if exists then
   local same = true

@@ -59,7 +59,11 @@ func TestRedisClockIsNeverAheadNorRunsBackwards(t *testing.T) {
 	require.NoError(t, c.Sync(ctx)) // fast samples: the clock jumps forward
 	after := c.Now()
 	require.False(t, after.Before(before), "clock ran backwards by %s", before.Sub(after))
+	asked := time.Now()
 	redisNow, err = rdb.Time(ctx).Result()
 	require.NoError(t, err)
-	require.InDelta(t, 0, c.Now().Sub(redisNow).Seconds(), 0.05, "corrected within a round trip")
+	// Within a round trip: this one's, measured, as a loaded machine (the
+	// suite on Sentinel and Cluster at once, under -race) stretches it.
+	rtt := time.Since(asked)
+	require.InDelta(t, 0, c.Now().Sub(redisNow).Seconds(), (rtt + 50*time.Millisecond).Seconds(), "corrected within a round trip (%s)", rtt)
 }

@@ -426,8 +426,11 @@ func (s *sim) launch() {
 // planned as any run: an outage after the release makes it late
 // (unhold.lua).
 func (s *sim) release(sc *simSched) {
+	// The act time is the held time less its own jitter (the hash's jit
+	// field, which unhold.lua reads), not less the most jitter allowed.
 	jitter := time.Duration(sc.cur.rec.JitterMs) * time.Millisecond
-	if !sc.heldNext.Add(-jitter).After(s.now()) {
+	act := jittered(sc.cur.rec, model.IdempotencyKey(sc.id, sc.heldNext), sc.heldNext, jitter, sc.cur.began)
+	if !sc.heldNext.IsZero() && !act.After(s.now()) {
 		sc.expect, sc.expectHist = sc.heldNext, len(sc.hist)
 	}
 }

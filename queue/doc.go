@@ -59,10 +59,11 @@
 //     says so: statusRetry, alarmCreateStale, pauseStale, deleteStale,
 //     upsertStale (the caller reads again and calls again, a bounded
 //     number of times), or it leaves that item to its next call
-//     (expire_inflight.lua, read_due.lua). So the check and the writes
-//     stay one atomic step.
+//     (expire_inflight.lua). So the check and the writes stay one atomic
+//     step.
 //   - A read that needs no snapshot is pipelines, not a script (an
-//     alarm's view, loadAlarms).
+//     alarm's view, loadAlarms); one that needs a snapshot of native
+//     reads only is a MULTI/EXEC (the due page, ReadDue).
 //   - queuetest.KeyGuard holds the rule in the tests: every test client
 //     runs the scripts with redis.call checked against KEYS, so a key
 //     built in Lua fails a test even in the right slot, where a cluster

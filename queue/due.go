@@ -65,8 +65,13 @@ func (d *DueSchedule) Plan() Plan {
 }
 
 // ReadDue returns up to limit schedules of shard whose act time is at or
-// before until. It reads the ids first, so the script that reads their
-// hashes gets every key in KEYS; the script leaves out one no longer due.
+// before until. It reads the page's ids first, then in one MULTI/EXEC
+// their due scores (ZMSCORE) and their hashes (HGETALL): one snapshot, as
+// a script would give, of native commands, which cost Redis far less than
+// the same reads made from Lua (a cold burst's read fell from about 105k
+// to 30k instructions per run: docs/performance.md). It leaves out a
+// schedule no longer due by then; one whose hash is gone comes without a
+// schedule (its plan drops the stray member).
 func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit int) ([]DueSchedule, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, dueKey(shard), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(ms(until), 10), Count: int64(limit)}).Result()
@@ -76,32 +81,54 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, 1, len(ids)+1)
-	keys[0] = dueKey(shard)
-	args := make([]any, 1, len(ids)+1)
-	args[0] = ms(until)
+	zms := make([]any, 0, len(ids)+2)
+	zms = append(zms, "ZMSCORE", dueKey(shard))
 	for _, id := range ids {
-		keys = append(keys, scheduleKey(shard, id))
-		args = append(args, id)
+		zms = append(zms, id)
 	}
-	res, err := readDueScript.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
+	var scores *redis.Cmd
+	hashes := make([]*redis.MapStringStringCmd, len(ids))
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		// ZMSCORE by Do: go-redis's ZMScore reads a missing member as 0,
+		// which would look due.
+		scores = p.Do(ctx, zms...)
+		for i, id := range ids {
+			hashes[i] = p.HGetAll(ctx, scheduleKey(shard, id))
+		}
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}
-	var out []DueSchedule
-	for i := 0; i+1 < len(res); {
-		n, err := strconv.Atoi(res[i+1])
-		if err != nil || i+2+n > len(res) {
-			return nil, fmt.Errorf("read due schedules of shard %d: malformed reply", shard)
+	vals, err := scores.Slice()
+	if err != nil || len(vals) != len(ids) {
+		return nil, fmt.Errorf("read due schedules of shard %d: malformed ZMSCORE reply (%d scores for %d ids): %v", shard, len(vals), len(ids), err)
+	}
+	untilMS := float64(ms(until))
+	out := make([]DueSchedule, 0, len(ids))
+	for i, id := range ids {
+		if score, ok := scoreOf(vals[i]); !ok || score > untilMS {
+			continue // advanced, paused or removed since the ids were read
 		}
-		d := DueSchedule{ID: res[i]}
-		if n > 0 {
-			s.decodeDue(&d, pairsToMap(res[i+2:i+2+n]))
+		d := DueSchedule{ID: id}
+		if h := hashes[i].Val(); len(h) > 0 {
+			s.decodeDue(&d, h)
 		}
-		i += 2 + n
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// scoreOf reads a sorted set score as ZMSCORE answers it: a string in
+// RESP2, a double in RESP3; nil (not a member) is not ok.
+func scoreOf(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
 }
 
 // decodeDue fills d from its schedule's hash h.

@@ -68,9 +68,6 @@ type LoadedScript struct {
 	RunsWhenFull bool
 }
 
-// ReadDueScript is the read-only script of ReadDue.
-var ReadDueScript = readDueScript
-
 // ExpectState is the Expectation of a schedule whose hash holds next,
 // inflight and ver.
 func ExpectState(next, inflight, ver string) Expectation {

@@ -22,12 +22,6 @@ func loadScript(name string, libs ...string) *redis.Script {
 	return flaggedScript(shebangWrites, name, libs)
 }
 
-// loadReadOnlyScript is loadScript for a script that writes nothing:
-// Redis runs it when full, and refuses any write it tries.
-func loadReadOnlyScript(name string, libs ...string) *redis.Script {
-	return flaggedScript(shebangReadOnly, name, libs)
-}
-
 // loadFreeingScript is loadScript for a script that only deletes: Redis
 // runs it when full.
 func loadFreeingScript(name string, libs ...string) *redis.Script {
@@ -100,7 +94,6 @@ var (
 	upsertScript         = loadScript("upsert", "unhold", "run_record")
 	pauseScript          = loadScript("pause", "unhold", "release", "run_record", "settle")
 	deleteScript         = loadScript("delete", "run_record", "settle")
-	readDueScript        = loadReadOnlyScript("read_due")
 	commitScript         = loadScript("commit", "enqueue_task", "run_record", "alarm_lifecycle")
 	trimHistoryScript    = loadScript("trim_history", "enqueue_task")
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")

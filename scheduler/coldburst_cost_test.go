@@ -87,16 +87,16 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 
 	var out coldBurstCost
 	out.readDue = meterRedis(tb, rdb, n, func() {
-		callgrind("-z")
-		defer callgrind("-d")
+		callgrind(rdb, "-z")
+		defer callgrind(rdb, "-d")
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			_, err := store.ReadDue(ctx, sh, due, 1000)
 			require.NoError(tb, err)
 		})
 	})
 	out.chronos = meterRedis(tb, rdb, n, func() {
-		callgrind("-z") // CALLGRIND=1 runs redis-server under valgrind (see callgrind)
-		defer callgrind("-d")
+		callgrind(rdb, "-z") // CALLGRIND=1 runs redis-server under valgrind (see callgrind)
+		defer callgrind(rdb, "-d")
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			require.NoError(tb, s.TickShard(ctx, sh))
 		})
@@ -216,9 +216,20 @@ func sortedStrings(s []string) []string {
 // callgrind runs callgrind_control with arg when CALLGRIND=1: with a
 // redis-server on the PATH that runs the real one under valgrind
 // --tool=callgrind --collect-atstart=yes, the burst's own instructions
-// are counted (-z zeroes before it, -d dumps after).
-func callgrind(arg string) {
-	if os.Getenv("CALLGRIND") == "1" {
-		_ = exec.Command("callgrind_control", arg).Run()
+// are counted (-z zeroes before it, -d dumps after). It names the
+// process rdb talks to (INFO's process_id: valgrind execs in place), so
+// another callgrind run on the machine is left alone.
+func callgrind(rdb *redis.Client, arg string) {
+	if os.Getenv("CALLGRIND") != "1" {
+		return
+	}
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
+			_ = exec.Command("callgrind_control", arg, pid).Run()
+		}
 	}
 }

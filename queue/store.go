@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -150,123 +149,6 @@ func (s *Store) ActLead(rec *model.ScheduleRecord) time.Duration {
 		lead += s.cfg.Lookahead
 	}
 	return lead
-}
-
-// UpsertResult says what an upsert did.
-type UpsertResult struct {
-	Schedule *model.ScheduleRecord
-	Created  bool
-	Changed  bool
-	// WorkflowMissing says the schedule's workflow version was not
-	// registered when it was upserted (read in the same round trip: the
-	// API warns of it). False when the target is not a workflow.
-	WorkflowMissing bool
-}
-
-// UpsertSchedule creates the schedule or updates it in place, keeping its
-// run history, in one round trip. rec must have passed Validate. An upsert
-// whose body equals the stored one changes nothing (not even updated_at).
-// When the timing changes, the next fire time is recomputed from now;
-// @every and "every" schedules re-anchor at now.
-func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (*UpsertResult, error) {
-	sh := s.shard(rec.ID)
-	now := s.clock.Now().UTC()
-	next := *rec
-	next.Anchor, next.CreatedAt, next.UpdatedAt = now.Truncate(time.Second), now, now
-	sched, err := next.Compile()
-	if err != nil {
-		return nil, err
-	}
-	nextMS := ""
-	if t := sched.Next(now); !t.IsZero() {
-		nextMS = strconv.FormatInt(ms(t), 10)
-	}
-	// The script owns the anchor, created and updated fields: they depend on what is stored.
-	var pairs []string
-	sent := map[string]bool{sfAnchor: true, sfCreated: true, sfUpdated: true}
-	all := encodeDef(&next)
-	for i := 0; i < len(all); i += 2 {
-		if !sent[all[i]] {
-			pairs = append(pairs, all[i], all[i+1])
-			sent[all[i]] = true
-		}
-	}
-	var left []any
-	for _, f := range defFields {
-		if !sent[f] {
-			left = append(left, f)
-		}
-	}
-	q := s.queue(sh).Keys()
-	args := []any{rec.ID, ms(now), ms(next.Anchor), nextMS, timingHash(&next), s.ActLead(&next).Milliseconds(),
-		"", "", "", len(left)}
-	if len(args) != upsertHeaderArgs {
-		// upsert.lua finds the omitted fields and the pairs after these.
-		return nil, fmt.Errorf("upsert schedule %s: %d fixed arguments, not the %d upsert.lua reads", rec.ID, len(args), upsertHeaderArgs)
-	}
-	args = append(args, left...)
-	for _, v := range pairs {
-		args = append(args, v)
-	}
-	// The workflow version is looked up in the same pipeline as the
-	// script: a GET of its own was a second round trip per upsert, 12% of
-	// the API's CPU under load.
-	var wf *redis.IntCmd
-	withWorkflow := func(p redis.Pipeliner) {
-		if next.Target == model.TargetWorkflow && next.WorkflowID != "" {
-			wf = p.Exists(ctx, workflowKey(next.WorkflowID, string(next.Version)))
-		}
-	}
-	// A new schedule settles the runs a deleted one of its id left in its
-	// history, whose keys the script gets in KEYS. The first call sends
-	// none, as almost every id has no such history; the script answers
-	// upsertStale when it has one, and the history read is sent with the
-	// next.
-	var history []string
-	var res []any
-	for try := 1; ; try++ {
-		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
-			q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}
-		callArgs := args
-		if len(history) > 0 {
-			callArgs = append(slices.Clip(args), make([]any, 0, len(history))...)
-			for _, k := range history {
-				keys = append(keys, runKey(sh, k), q.Task(k), manualKeyPrefix(sh)+k)
-				callArgs = append(callArgs, k)
-			}
-		}
-		var err error
-		if res, err = s.batch.runScriptWith(ctx, withWorkflow, upsertScript, keys, callArgs...).Slice(); err != nil {
-			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
-		}
-		if code, _ := res[0].(int64); code != upsertStale {
-			break
-		}
-		if try == historyTries {
-			return nil, fmt.Errorf("upsert schedule %s: the run history of its id changed %d times while it was created: %w", rec.ID, try, ErrConflict)
-		}
-		if history, err = s.rdb.ZRange(ctx, historyKey(sh, rec.ID), 0, -1).Result(); err != nil {
-			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
-		}
-	}
-	missing := wf != nil && wf.Err() == nil && wf.Val() == 0
-	code, _ := res[0].(int64)
-	if len(res) > 2 {
-		n, _ := res[2].(int64)
-		s.ledger.count(model.ReasonDeleted, int(n))
-	}
-	if code == upsertIsAlarm {
-		return nil, fmt.Errorf("schedule_id %s is an agent's alarm, which only its owner changes (through /v1/alarms): choose another id: %w", rec.ID, ErrConflict)
-	}
-	raw, _ := res[1].([]any)
-	h := make(map[string]string, len(raw)/2)
-	for i := 0; i+1 < len(raw); i += 2 {
-		k, _ := raw[i].(string)
-		v, _ := raw[i+1].(string)
-		h[k] = v
-	}
-	got, err := s.recordFromHash(rec.ID, h)
-	return &UpsertResult{Schedule: got, Created: code == upsertCreated, Changed: code != upsertUnchanged, WorkflowMissing: missing}, err
 }
 
 // timingHash is a short digest of the record's TimingKey.

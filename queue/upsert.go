@@ -1,0 +1,177 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// UpsertResult says what an upsert did.
+type UpsertResult struct {
+	Schedule *model.ScheduleRecord
+	Created  bool
+	Changed  bool
+	// WorkflowMissing says the schedule's workflow version was not
+	// registered when it was upserted (read in the same round trip: the
+	// API warns of it). False when the target is not a workflow.
+	WorkflowMissing bool
+}
+
+// defIndex is each definition field's place in defFields.
+var defIndex = func() map[string]int {
+	m := make(map[string]int, len(defFields))
+	for i, f := range defFields {
+		m[f] = i
+	}
+	return m
+}()
+
+// defFieldArgs are defFields as script arguments: boxed once here, since
+// boxing a string for each upsert is an allocation per field.
+var defFieldArgs = func() []any {
+	a := make([]any, len(defFields))
+	for i, f := range defFields {
+		a[i] = f
+	}
+	return a
+}()
+
+// maxDefFields bounds defFields, so an upsert marks the fields it sends
+// in an array on its stack.
+const maxDefFields = 64
+
+// scriptOwned are the definition fields upsert.lua decides, from what is
+// stored: they are never sent.
+func scriptOwned(f string) bool { return f == sfAnchor || f == sfCreated || f == sfUpdated }
+
+// UpsertSchedule creates the schedule or updates it in place, keeping its
+// run history, in one round trip. rec must have passed Validate. An upsert
+// whose body equals the stored one changes nothing (not even updated_at).
+// When the timing changes, the next fire time is recomputed from now;
+// @every and "every" schedules re-anchor at now.
+func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (*UpsertResult, error) {
+	sh := s.shard(rec.ID)
+	now := s.clock.Now().UTC()
+	next := *rec
+	next.Anchor, next.CreatedAt, next.UpdatedAt = now.Truncate(time.Second), now, now
+	sched, err := next.Compile()
+	if err != nil {
+		return nil, err
+	}
+	nextMS := ""
+	if t := sched.Next(now); !t.IsZero() {
+		nextMS = strconv.FormatInt(ms(t), 10)
+	}
+	all := encodeDef(&next)
+	if len(defFields) > maxDefFields {
+		return nil, fmt.Errorf("upsert schedule %s: %d definition fields, more than maxDefFields", rec.ID, len(defFields))
+	}
+	// The arguments are built in one slice of the size they take: this
+	// function's appends and maps were a third of the API's allocations
+	// under load, and the garbage collector's work grows with them.
+	nowMS, timing := strconv.FormatInt(ms(now), 10), timingHash(&next)
+	anchorMS := strconv.FormatInt(ms(next.Anchor), 10)
+	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(defFields)+len(all))
+	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, s.ActLead(&next).Milliseconds(), "", "", "", 0})
+	var given [maxDefFields]bool
+	for i := 0; i < len(all); i += 2 {
+		given[defIndex[all[i]]] = true
+	}
+	for i, f := range defFields {
+		if !given[i] && !scriptOwned(f) {
+			args = append(args, defFieldArgs[i])
+		}
+	}
+	args[upsertHeaderArgs-1] = len(args) - upsertHeaderArgs // upsert.lua finds the pairs after the omitted fields
+	for i := 0; i < len(all); i += 2 {
+		if !scriptOwned(all[i]) {
+			args = append(args, defFieldArgs[defIndex[all[i]]], all[i+1])
+		}
+	}
+	// The workflow version is looked up in the same pipeline as the
+	// script: a GET of its own was a second round trip per upsert, 12% of
+	// the API's CPU under load.
+	var wf *redis.IntCmd
+	withWorkflow := func(p redis.Pipeliner) {
+		if next.Target == model.TargetWorkflow && next.WorkflowID != "" {
+			wf = p.Exists(ctx, workflowKey(next.WorkflowID, string(next.Version)))
+		}
+	}
+	// A new schedule settles the runs a deleted one of its id left in its
+	// history, whose keys the script gets in KEYS. The first call sends
+	// none, as almost every id has no such history; the script answers
+	// upsertStale when it has one, and the history read is sent with the
+	// next.
+	q := s.queue(sh).Keys()
+	var history []string
+	var res []any
+	for try := 1; ; try++ {
+		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
+			q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}
+		callArgs := args
+		if len(history) > 0 {
+			callArgs = append(slices.Clip(args), make([]any, 0, len(history))...)
+			for _, k := range history {
+				keys = append(keys, runKey(sh, k), q.Task(k), manualKeyPrefix(sh)+k)
+				callArgs = append(callArgs, k)
+			}
+		}
+		var err error
+		if res, err = s.batch.runScriptWith(ctx, withWorkflow, upsertScript, keys, callArgs...).Slice(); err != nil {
+			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+		}
+		if code, _ := res[0].(int64); code != upsertStale {
+			break
+		}
+		if try == historyTries {
+			return nil, fmt.Errorf("upsert schedule %s: the run history of its id changed %d times while it was created: %w", rec.ID, try, ErrConflict)
+		}
+		if history, err = s.rdb.ZRange(ctx, historyKey(sh, rec.ID), 0, -1).Result(); err != nil {
+			return nil, fmt.Errorf("upsert schedule %s: %w", rec.ID, err)
+		}
+	}
+	missing := wf != nil && wf.Err() == nil && wf.Val() == 0
+	code, _ := res[0].(int64)
+	if code == upsertIsAlarm {
+		return nil, fmt.Errorf("schedule_id %s is an agent's alarm, which only its owner changes (through /v1/alarms): choose another id: %w", rec.ID, ErrConflict)
+	}
+	if len(res) > 1 {
+		n, _ := res[1].(int64)
+		s.ledger.count(model.ReasonDeleted, int(n))
+	}
+	var h map[string]string
+	if code == upsertCreated {
+		// The script wrote the new hash whole from what was sent, and
+		// answers without it: reading 40 strings back cost Redis the
+		// reply and this process its parsing, for values known here.
+		h = make(map[string]string, len(all)/2+3)
+		for i := 0; i < len(all); i += 2 {
+			if !scriptOwned(all[i]) {
+				h[all[i]] = all[i+1]
+			}
+		}
+		h[sfTiming], h[sfUpdated], h[sfCreated], h[sfAnchor] = timing, nowMS, nowMS, anchorMS
+		if nextMS != "" {
+			h[sfNext] = nextMS
+		}
+	} else {
+		if len(res) < 3 {
+			return nil, fmt.Errorf("upsert schedule %s: upsert.lua answered %v, without the hash", rec.ID, res)
+		}
+		raw, _ := res[2].([]any)
+		h = make(map[string]string, len(raw)/2)
+		for i := 0; i+1 < len(raw); i += 2 {
+			k, _ := raw[i].(string)
+			v, _ := raw[i+1].(string)
+			h[k] = v
+		}
+	}
+	got, err := s.recordFromHash(rec.ID, h)
+	return &UpsertResult{Schedule: got, Created: code == upsertCreated, Changed: code != upsertUnchanged, WorkflowMissing: missing}, err
+}

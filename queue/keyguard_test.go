@@ -7,13 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // TestKeyGuardRefusesAKeyNotInKEYS holds the guard that every queue,
 // scheduler and launcher suite runs its scripts under (queuetest.KeyGuard)
 // to what it promises: a chronos script that reads or writes a key it
-// was not given in KEYS fails, even one in the same hash slot, which
+// was not given in KEYS fails (asynqwire's run queue scripts too), even one in the same hash slot, which
 // Redis Cluster itself lets through; declared keys, commands without
 // keys and other programs' scripts pass.
 func TestKeyGuardRefusesAKeyNotInKEYS(t *testing.T) {
@@ -27,6 +28,14 @@ func TestKeyGuardRefusesAKeyNotInKEYS(t *testing.T) {
 	built := prelude + "return redis.call('HGET', ARGV[1] .. 'sched:x', 'next')"
 	err := rdb.Eval(ctx, built, declared, "chronos:{s01}:").Err()
 	require.ErrorContains(t, err, "chronos keyguard: HGET of key chronos:{s01}:sched:x, which is not in KEYS")
+
+	// The run queue's scripts (asynqwire's) are checked too: asynq's own
+	// dequeue builds a task's key from the id it pops; asynqwire's must not.
+	popped := "#!lua\n" + asynqwire.ScriptPrelude + "local id = redis.call('RPOPLPUSH', KEYS[1], KEYS[2]) " +
+		"return redis.call('HGET', 'asynq:{q}:t:' .. id, 'msg')"
+	require.NoError(t, rdb.LPush(ctx, "asynq:{q}:pending", "1").Err())
+	err = redis.NewScript(popped).Run(ctx, rdb, []string{"asynq:{q}:pending", "asynq:{q}:active"}).Err()
+	require.ErrorContains(t, err, "chronos keyguard: HGET of key asynq:{q}:t:1, which is not in KEYS")
 
 	// Every key of a multi-key command is checked, and pcall too.
 	multi := prelude + "return redis.pcall('DEL', KEYS[1], 'chronos:{s01}:other')"

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/queue"
@@ -21,6 +22,10 @@ func TestScriptsRefusedWholeWhenFull(t *testing.T) {
 	store, err := queue.NewStore(ctx, rdb, queue.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
 	require.NoError(t, err)
 	require.True(t, store.ScriptFlags(), "Redis 7 understands script flags")
+	// A task due, so that Forward has something to move: with nothing
+	// due it reads and writes nothing.
+	require.NoError(t, rdb.ZAdd(ctx, asynqwire.Keys{Queue: queue.ShardQueue(queue.QueueNameDefault, 0)}.Scheduled(),
+		redis.Z{Member: "due", Score: 1}).Err())
 	queuetest.Fill(t, rdb)
 	for name, sc := range asynqwire.Scripts {
 		keys := make([]string, 8)

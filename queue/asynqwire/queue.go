@@ -32,14 +32,25 @@ var EnqueueLua = luaSource("enqueue_task")
 // Each opens with a flags line ("#!lua", Redis 7 and later), so a full
 // Redis refuses it whole rather than take part of its writes; on a server
 // that does not read that line the client must cut it off, as
-// queue.NewStore arranges.
+// queue.NewStore arranges. Then comes ScriptPrelude.
 var (
-	forwardScript    = redis.NewScript(shebang + luaSource("forward"))
-	takeTasksScript  = redis.NewScript(shebang + luaSource("take_tasks"))
-	finishTaskScript = redis.NewScript(shebang + luaSource("finish_task"))
+	forwardScript     = newScript("forward")
+	takeTasksScript   = newScript("take_tasks")
+	finishTaskScript  = newScript("finish_task")
+	trimArchiveScript = newScript("trim_archive")
 )
 
 const shebang = "#!lua\n"
+
+// ScriptPrelude opens the body of every script of this package: each is
+// given every key it touches in KEYS, none built inside Lua, so that a
+// Redis Cluster routes it by its keys and a test can check it
+// (queuetest.KeyGuard, which recognizes scripts by this line).
+const ScriptPrelude = "-- asynqwire: every key in KEYS.\n"
+
+func newScript(name string) *redis.Script {
+	return redis.NewScript(shebang + ScriptPrelude + luaSource(name))
+}
 
 // RunScript runs a script and returns its reply.
 type RunScript func(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd
@@ -119,16 +130,47 @@ func (q *Queue) ForwardRetries(ctx context.Context, now time.Time) (int, error) 
 func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, error) {
 	total := 0
 	for {
-		n, err := forwardScript.Run(ctx, q.rdb, []string{from, q.keys.Pending()},
-			now.Unix(), q.keys.TaskPrefix(), now.UnixNano(), ForwardBatch).Int()
+		ids, err := q.rdb.ZRangeByScore(ctx, from, dueRange(now)).Result()
+		if err != nil {
+			return total, fmt.Errorf("read due tasks of %s: %w", q.keys.Queue, err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		n, err := forwardScript.Run(ctx, q.rdb, q.forwardKeys(from, ids), forwardArgs(now, ids)...).Int()
 		if err != nil {
 			return total, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
 		}
 		total += n
-		if n < ForwardBatch {
+		if len(ids) < ForwardBatch {
 			return total, nil
 		}
 	}
+}
+
+// dueRange selects the first ForwardBatch tasks due at now in a
+// scheduled or retry set (scored in unix s).
+func dueRange(now time.Time) *redis.ZRangeBy {
+	return &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.Unix(), 10), Count: ForwardBatch}
+}
+
+// forwardKeys are the forward script's keys for the ids read due in from.
+func (q *Queue) forwardKeys(from string, ids []string) []string {
+	keys := make([]string, 0, 2+len(ids))
+	keys = append(keys, from, q.keys.Pending())
+	for _, id := range ids {
+		keys = append(keys, q.keys.Task(id))
+	}
+	return keys
+}
+
+func forwardArgs(now time.Time, ids []string) []any {
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, now.Unix(), now.UnixNano())
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return args
 }
 
 // LeaseDuration is how long a taken task is held before an asynq server
@@ -167,28 +209,76 @@ func (t *Task) Queue() string { return t.queue.keys.Queue }
 // Take takes up to n tasks off the Pending list, as asynq's server
 // takes one: each moves to the Active list with a lease until
 // LeaseDuration from now, so an asynq server recovers it if the taker
-// dies holding it. None are taken while the queue is paused.
+// dies holding it. None are taken while the queue is paused. It reads
+// the ids at the list's end first, then takes them (take_tasks.lua);
+// when others changed the list's end in between it reads again, up to
+// takeTries times.
 func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
-	now := time.Now() // asynq's servers lease and recover by their host clock
-	v, err := takeTasksScript.Run(ctx, q.rdb, q.takeKeys(), q.takeArgs(n, now)...).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("take tasks of %s: %w", q.keys.Queue, err)
+	for try := 1; ; try++ {
+		ids, err := q.rdb.LRange(ctx, q.keys.Pending(), int64(-(n + idsSlack(n))), -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read pending tasks of %s: %w", q.keys.Queue, err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		ids = popOrder(ids)
+		now := time.Now() // asynq's servers lease and recover by their host clock
+		v, err := takeTasksScript.Run(ctx, q.rdb, q.takeKeys(ids), takeArgs(n, now, ids)...).StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("take tasks of %s: %w", q.keys.Queue, err)
+		}
+		tasks, _, stale := q.taken(v, now)
+		if !stale || try == takeTries {
+			return tasks, nil
+		}
 	}
-	return q.taken(v, now), nil
 }
 
-func (q *Queue) takeKeys() []string {
+// takeTries bounds the reads of one Take whose ids others took first.
+const takeTries = 3
+
+// popOrder returns the ids of an LRANGE at a pending list's end in the
+// order asynq pops them: the last one first.
+func popOrder(ids []string) []string {
+	slices.Reverse(ids)
+	return ids
+}
+
+// takeKeys are the take script's keys for the ids read at the end of the
+// pending list, in pop order.
+func (q *Queue) takeKeys(ids []string) []string {
 	k := q.keys
-	return []string{k.Pending(), k.Paused(), k.Active(), k.Lease()}
+	keys := make([]string, 0, 4+len(ids))
+	keys = append(keys, k.Pending(), k.Paused(), k.Active(), k.Lease())
+	for _, id := range ids {
+		keys = append(keys, k.Task(id))
+	}
+	return keys
 }
 
-func (q *Queue) takeArgs(n int, now time.Time) []any {
-	return []any{now.Add(LeaseDuration).Unix(), q.keys.TaskPrefix(), n}
+func takeArgs(n int, now time.Time, ids []string) []any {
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, now.Add(LeaseDuration).Unix(), n)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return args
 }
 
-// taken reads the take script's reply: the tasks taken at now.
-func (q *Queue) taken(v []string, now time.Time) []*Task {
-	tasks := make([]*Task, 0, len(v)/2)
+// taken reads the take script's reply: the tasks taken at now, how many
+// of the ids read others had taken first, and whether the list's end was
+// none of them (stale: nothing taken, read again).
+func (q *Queue) taken(v []string, now time.Time) (tasks []*Task, skipped int, stale bool) {
+	if len(v) == 0 {
+		return nil, 0, false
+	}
+	skipped, _ = strconv.Atoi(v[0])
+	if skipped < 0 {
+		return nil, 0, true
+	}
+	v = v[1:]
+	tasks = make([]*Task, 0, len(v)/2)
 	for i := 0; i+1 < len(v); i += 2 {
 		t := &Task{ID: v[i], msg: []byte(v[i+1]), Deadline: now.Add(defaultTaskTimeout), queue: q}
 		tasks = append(tasks, t)
@@ -208,7 +298,7 @@ func (q *Queue) taken(v []string, now time.Time) []*Task {
 			t.Deadline = time.Unix(m.Deadline, 0)
 		}
 	}
-	return tasks
+	return tasks, skipped, false
 }
 
 // ExtendLeases extends the leases of taken tasks still held to
@@ -291,11 +381,53 @@ func (q *Queue) Finish(ctx context.Context, t *Task, end End, retryAt time.Time,
 	}
 	n, err := q.finish(ctx, finishTaskScript, []string{k.Active(), k.Lease(), k.Task(t.ID), dest,
 		k.Processed(now), k.Failed(now), k.ProcessedTotal(), k.FailedTotal()},
-		t.ID, string(end), score, msg, now.Add(statsTTL).Unix(), now.Add(-archiveMaxAge).Unix(), archiveMaxSize, k.TaskPrefix()).Int()
+		t.ID, string(end), score, msg, now.Add(statsTTL).Unix()).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
 	}
+	if n == 1 && end == Archive {
+		if err := q.trimArchive(ctx, now); err != nil {
+			return true, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
+		}
+	}
 	return n == 1, nil
+}
+
+// trimArchive trims the archived set as asynq does after each task it
+// archives (archiveMaxAge, archiveMaxSize): it reads the ids to drop,
+// then drops them with their task hashes (trim_archive.lua), and reads
+// again while tasks archived meanwhile are left to drop, up to
+// takeTries times; the next archive trims the rest.
+func (q *Queue) trimArchive(ctx context.Context, now time.Time) error {
+	k := q.keys
+	cutoff := now.Add(-archiveMaxAge).Unix()
+	for try := 1; try <= takeTries; try++ {
+		var old, over *redis.StringSliceCmd
+		if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			old = p.ZRangeByScore(ctx, k.Archived(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(cutoff, 10)})
+			over = p.ZRange(ctx, k.Archived(), 0, -archiveMaxSize-1)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read archived tasks to trim in %s: %w", k.Queue, err)
+		}
+		ids := slices.Compact(slices.Sorted(slices.Values(append(old.Val(), over.Val()...))))
+		if len(ids) == 0 {
+			return nil
+		}
+		keys := []string{k.Archived()}
+		args := []any{cutoff, archiveMaxSize}
+		for _, id := range ids {
+			keys, args = append(keys, k.Task(id)), append(args, id)
+		}
+		left, err := q.finish(ctx, trimArchiveScript, keys, args...).Int()
+		if err != nil {
+			return fmt.Errorf("trim archived tasks of %s: %w", k.Queue, err)
+		}
+		if left == 0 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // ArchivedTask is a task asynq archived: it will not be tried again.

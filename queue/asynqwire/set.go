@@ -27,8 +27,11 @@ type Set struct {
 
 	// lens are the pending lengths Take last read, less what it took
 	// since; read again when lensAt is zero or older than lensMaxAge.
+	// ids are the ids read at the end of each pending list, in pop order,
+	// less those taken since: what the next take names to the script.
 	mu     sync.Mutex
 	lens   []int64
+	ids    [][]string
 	lensAt time.Time
 }
 
@@ -36,6 +39,15 @@ type Set struct {
 // before: a queue that was empty then is looked at again this much later
 // at most (or at once when a take comes back short).
 const lensMaxAge = 100 * time.Millisecond
+
+// idsWindow is how many ids at a pending list's end Take reads for a
+// take of n: those of this take and the next ones, and room for what
+// other launchers take from the same end meanwhile.
+func idsWindow(n int) int { return max(4*n, 16) }
+
+// idsSlack is how many more ids than it wants a share names to the take
+// script, for the ones another launcher took first.
+func idsSlack(n int) int { return n + 2 }
 
 // NewSet returns the set of queues; Publish lists the queues in publish,
 // and legacy (which may be nil) is consumed with them but not listed.
@@ -83,21 +95,24 @@ func (s *Set) Publish(ctx context.Context) error {
 }
 
 // Take takes up to n tasks, fairly across the queues: it reads which
-// pending lists hold tasks (one pipeline), gives each of those in turn its
-// share of n, starting one queue further each call, so no queue waits
-// behind another, and takes every share in one more pipeline. (Taking
-// queue by queue cost a round trip per queue: with a burst spread over 16
-// shard queues, a lane taking 9 tasks made 10 round trips.) The lengths
-// serve the next calls too, less what they took, for up to lensMaxAge
-// and while every share comes back whole: under a burst a take is then
-// one round trip.
+// pending lists hold tasks, and the ids at their ends (one pipeline),
+// gives each of those in turn its share of n, starting one queue further
+// each call, so no queue waits behind another, and takes every share in
+// one more pipeline. (Taking queue by queue cost a round trip per queue:
+// with a burst spread over 16 shard queues, a lane taking 9 tasks made 10
+// round trips.) The lengths and ids serve the next calls too, less what
+// they took, for up to lensMaxAge and while every share comes back
+// whole: under a burst a take is then one round trip. Every key the take
+// script touches is in its KEYS: it is named the ids read at the list's
+// end (take_tasks.lua), and a share whose ids others took first comes
+// back short, which makes the next call read again.
 func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 	if len(s.queues) == 1 {
 		return s.queues[0].Take(ctx, n)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.readLens(ctx); err != nil {
+	if err := s.readLens(ctx, n); err != nil {
 		return nil, err
 	}
 	lens := s.lens
@@ -108,11 +123,13 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		}
 	}
 	type share struct {
-		j int // the queue's index
-		q *Queue
-		n int
+		j   int // the queue's index
+		q   *Queue
+		n   int
+		ids []string // named to the script
 	}
 	var shares []share
+	var unread []int // shares whose queue has no ids left from the last read
 	start, left := int(s.next.Add(1))%len(s.queues), n
 	for i := range s.queues {
 		j := (start + i) % len(s.queues)
@@ -126,31 +143,61 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		// what a short one leaves goes to the next.
 		m := min((left+full-1)/full, int(lens[j]))
 		full--
-		shares = append(shares, share{j, s.queues[j], m})
+		if len(s.ids[j]) == 0 {
+			unread = append(unread, len(shares))
+		}
+		shares = append(shares, share{j: j, q: s.queues[j], n: m})
 		left -= m
 	}
-	// The lengths stay for the next call less what this one took; a
-	// share that came back short means they are out of date.
-	took := func(sh share, got int, err error) {
-		s.lens[sh.j] = max(s.lens[sh.j]-int64(got), 0)
-		if err != nil || got < sh.n {
-			s.lensAt = time.Time{}
-		}
-	}
-	switch len(shares) {
-	case 0:
+	if len(shares) == 0 {
 		s.lensAt = time.Time{}
 		return nil, nil
-	case 1:
-		ts, err := shares[0].q.Take(ctx, shares[0].n)
-		took(shares[0], len(ts), err)
-		return ts, err
+	}
+	if len(unread) > 0 {
+		// Lengths kept from before, ids all taken since: read this far
+		// more of those lists.
+		cmds := make([]*redis.StringSliceCmd, len(unread))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, u := range unread {
+				cmds[i] = p.LRange(ctx, shares[u].q.keys.Pending(), int64(-idsWindow(n)), -1)
+			}
+			return nil
+		}); err != nil {
+			s.lensAt = time.Time{}
+			return nil, fmt.Errorf("read pending run tasks: %w", err)
+		}
+		for i, u := range unread {
+			s.ids[shares[u].j] = popOrder(cmds[i].Val())
+		}
+	}
+	live := shares[:0]
+	for _, sh := range shares {
+		ids := s.ids[sh.j]
+		if len(ids) == 0 {
+			s.lens[sh.j] = 0 // emptied since the lengths were read
+			s.lensAt = time.Time{}
+			continue
+		}
+		sh.ids = ids[:min(len(ids), sh.n+idsSlack(sh.n))]
+		live = append(live, sh)
+	}
+	shares = live
+	// The lengths and ids stay for the next call less what this one
+	// took, and what others took before it; a share that came back
+	// short means they are out of date.
+	took := func(sh share, skipped, got int, err error) {
+		s.lens[sh.j] = max(s.lens[sh.j]-int64(skipped+got), 0)
+		s.ids[sh.j] = s.ids[sh.j][min(skipped+got, len(s.ids[sh.j])):]
+		if err != nil || got < sh.n {
+			s.ids[sh.j] = nil
+			s.lensAt = time.Time{}
+		}
 	}
 	now := time.Now() // asynq's servers lease and recover by their host clock
 	cmds := make([]*redis.Cmd, len(shares))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range shares {
-			cmds[i] = takeTasksScript.EvalSha(ctx, p, sh.q.takeKeys(), sh.q.takeArgs(sh.n, now)...)
+			cmds[i] = takeTasksScript.EvalSha(ctx, p, sh.q.takeKeys(sh.ids), takeArgs(sh.n, now, sh.ids)...)
 		}
 		return nil
 	})
@@ -160,7 +207,8 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		v, err := cmds[i].StringSlice()
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
 			ts, err := sh.q.Take(ctx, sh.n) // loads the script
-			took(sh, len(ts), err)
+			took(sh, 0, len(ts), err)
+			s.ids[sh.j], s.lensAt = nil, time.Time{} // read again: Take read its own
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -168,14 +216,14 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 			continue
 		}
 		if err != nil {
-			took(sh, 0, err)
+			took(sh, 0, 0, err)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("take tasks of %s: %w", sh.q.keys.Queue, err)
 			}
 			continue
 		}
-		ts := sh.q.taken(v, now)
-		took(sh, len(ts), nil)
+		ts, skipped, _ := sh.q.taken(v, now)
+		took(sh, skipped, len(ts), nil)
 		out = append(out, ts...)
 	}
 	if len(out) > 0 {
@@ -184,26 +232,29 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 	return nil, firstErr
 }
 
-// readLens reads every pending list's length in one pipeline, unless
-// the lengths read before are recent and some queue still holds tasks by
-// them. s.mu is held.
-func (s *Set) readLens(ctx context.Context) error {
+// readLens reads every pending list's length and the ids at its end
+// (idsWindow(n) of them) in one pipeline, unless the lengths read before
+// are recent and some queue still holds tasks by them. s.mu is held.
+func (s *Set) readLens(ctx context.Context, n int) error {
 	if !s.lensAt.IsZero() && time.Since(s.lensAt) < lensMaxAge && slices.ContainsFunc(s.lens, func(l int64) bool { return l > 0 }) {
 		return nil
 	}
-	cmds := make([]*redis.IntCmd, len(s.queues))
+	lens := make([]*redis.IntCmd, len(s.queues))
+	ids := make([]*redis.StringSliceCmd, len(s.queues))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range s.queues {
-			cmds[i] = p.LLen(ctx, q.keys.Pending())
+			lens[i] = p.LLen(ctx, q.keys.Pending())
+			ids[i] = p.LRange(ctx, q.keys.Pending(), int64(-idsWindow(n)), -1)
 		}
 		return nil
 	}); err != nil {
 		s.lensAt = time.Time{}
 		return fmt.Errorf("read pending run tasks: %w", err)
 	}
-	s.lens = make([]int64, len(cmds))
-	for i, c := range cmds {
-		s.lens[i] = c.Val()
+	s.lens = make([]int64, len(lens))
+	s.ids = make([][]string, len(ids))
+	for i := range lens {
+		s.lens[i], s.ids[i] = lens[i].Val(), popOrder(ids[i].Val())
 	}
 	s.lensAt = time.Now()
 	return nil
@@ -222,27 +273,42 @@ func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
 }
 
 func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string) (int, error) {
+	// The ids due first, then the scripts that move them, each in one
+	// pipeline for every queue.
+	due := make([]*redis.StringSliceCmd, len(s.queues))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range s.queues {
+			due[i] = p.ZRangeByScore(ctx, from(q.keys), dueRange(now))
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("read due tasks: %w", err)
+	}
 	cmds := make([]*redis.Cmd, len(s.queues))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range s.queues {
-			cmds[i] = forwardScript.EvalSha(ctx, p, []string{from(q.keys), q.keys.Pending()},
-				now.Unix(), q.keys.TaskPrefix(), now.UnixNano(), ForwardBatch)
+			if ids := due[i].Val(); len(ids) > 0 {
+				cmds[i] = forwardScript.EvalSha(ctx, p, q.forwardKeys(from(q.keys), ids), forwardArgs(now, ids)...)
+			}
 		}
 		return nil
 	})
 	total := 0
 	var errs []error
 	for i, q := range s.queues {
+		if cmds[i] == nil {
+			continue
+		}
 		n, err := cmds[i].Int()
 		total += n
-		if err == nil && n < ForwardBatch {
+		if err == nil && len(due[i].Val()) < ForwardBatch {
 			continue
 		}
 		if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 			errs = append(errs, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err))
 			continue
 		}
-		// Not loaded yet, or a full page moved: this queue on its own.
+		// Not loaded yet, or a full page read: this queue on its own.
 		m, err := q.forward(ctx, from(q.keys), now)
 		total += m
 		if err != nil {

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 	"github.com/chronos-sched/chronos/queue/scriptrewrite"
 )
 
 // KeyGuard is a go-redis hook that makes every chronos script (a script
-// that carries the queue package's Lua prelude) fail when it reads or
-// writes a key it was not given in KEYS. Redis Cluster routes a script
+// that carries the queue package's Lua prelude, or asynqwire's
+// ScriptPrelude: the run queue's scripts) fail when it reads or writes a
+// key it was not given in KEYS. Redis Cluster routes a script
 // by its KEYS alone and refuses only keys of another slot, so a key built
 // inside Lua from a shard-tagged prefix works there today and breaks as
 // soon as that prefix or tag changes; on one Redis nothing refuses it.
@@ -42,7 +44,7 @@ const chronosPrelude = "-- Generated from queue/schema.go by loadScript."
 // guard is the rewrite: a chronos script gets the guard after its flags
 // line; other scripts are sent as they are.
 func guard(src string) (string, bool) {
-	if !strings.Contains(src, chronosPrelude) {
+	if !strings.Contains(src, chronosPrelude) && !strings.Contains(src, asynqwire.ScriptPrelude) {
 		return "", false
 	}
 	return Guarded(src), true
@@ -65,13 +67,13 @@ const keyGuardLua = `local redis = (function(real)
   local declared = {}
   for _, k in ipairs(KEYS) do declared[k] = true end
   local first = {}
-  for c in string.gmatch('GET SET SETNX INCR INCRBY DECR EXPIRE PEXPIRE PERSIST TTL PTTL TYPE ' ..
+  for c in string.gmatch('GET SET SETNX INCR INCRBY DECR EXPIRE EXPIREAT PEXPIRE PERSIST TTL PTTL TYPE ' ..
     'HGET HSET HSETNX HMGET HMSET HDEL HGETALL HEXISTS HINCRBY HLEN HKEYS HVALS ' ..
     'SADD SREM SCARD SMEMBERS SISMEMBER ' ..
     'ZADD ZREM ZCARD ZSCORE ZRANK ZINCRBY ZRANGE ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ' ..
     'ZCOUNT ZREMRANGEBYRANK ZREMRANGEBYSCORE ' ..
     'LPUSH RPUSH LPOP RPOP LREM LLEN LRANGE LINDEX', '%S+') do first[c] = true end
-  local all = {DEL = true, EXISTS = true, UNLINK = true, MGET = true, TOUCH = true}
+  local all = {DEL = true, EXISTS = true, UNLINK = true, MGET = true, TOUCH = true, RPOPLPUSH = true}
   local none = {PUBLISH = true}
   local function check(cmd, ...)
     local c = string.upper(cmd)

@@ -2,7 +2,7 @@
 -- finishes the tasks it runs, with the same keys, states and dashboard
 -- counters: done (to the completed set, or deleted when the task keeps no
 -- retention), retry (to the retry set at a time), archive (to the
--- archived set, trimmed as asynq trims it) or requeue (back to the head
+-- archived set; the caller trims it then, trim_archive.lua) or requeue (back to the head
 -- of the pending list, not counted: the launcher is stopping). A task no
 -- longer in the active list was recovered by an asynq server after its
 -- lease expired: it is left as it is.
@@ -19,9 +19,6 @@
 -- ARGV[3] -> score in the destination, unix s (completed: expiry; retry: when; archived: now); "" to delete a done task
 -- ARGV[4] -> the task's message, re-encoded by the caller
 -- ARGV[5] -> counters' expiry, unix s
--- ARGV[6] -> archive: drop archived tasks scored before this, unix s
--- ARGV[7] -> archive: most tasks kept
--- ARGV[8] -> asynq task key prefix ("asynq:{<queue>}:t:")
 -- Output: 1 when finished, 0 when the task was not active
 if redis.call('LREM', KEYS[1], 0, ARGV[1]) == 0 then
   return 0
@@ -39,19 +36,6 @@ else
   local state = ({done = 'completed', retry = 'retry', archive = 'archived'})[how]
   redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
   redis.call('HSET', KEYS[3], 'msg', ARGV[4], 'state', state)
-end
-if how == 'archive' then
-  for _, drop in ipairs({
-    redis.call('ZRANGE', KEYS[4], '-inf', ARGV[6], 'BYSCORE'),
-    redis.call('ZRANGE', KEYS[4], 0, -tonumber(ARGV[7]) - 1),
-  }) do
-    if #drop > 0 then
-      for _, id in ipairs(drop) do
-        redis.call('DEL', ARGV[8] .. id)
-      end
-      redis.call('ZREM', KEYS[4], unpack(drop))
-    end
-  end
 end
 local function count(day, total)
   if redis.call('INCR', day) == 1 then

@@ -35,6 +35,9 @@ type taken struct {
 	payload *queue.TaskPayload // nil when the task does not decode
 	state   *queue.LaunchState // nil when err
 	err     error              // why the payload or the state could not be read
+	// launched is the status of the run the executor accepted, set by the
+	// attempt for the lane to write with the task's end (finishLaunched).
+	launched *queue.StatusUpdate
 }
 
 // take takes up to n run tasks off the queue and reads their runs'
@@ -271,18 +274,64 @@ func (ln *lane) run(t *taken) {
 	err := ln.attempt(ctx, t, free)
 	cancel()
 	free()
-	end, retryAt, msg := asynqwire.Done, time.Time{}, ""
+	if err == nil && t.launched != nil {
+		ln.finishLaunched(t)
+		return
+	}
+	ln.finish(t, ln.endOf(t, err))
+}
+
+// taskEnd is how a taken task is finished.
+type taskEnd struct {
+	end     asynqwire.End
+	retryAt time.Time
+	msg     string
+}
+
+// endOf is how a task whose attempt answered err ends, as asynq's server
+// would end it.
+func (ln *lane) endOf(t *taken, err error) taskEnd {
 	switch {
 	case err == nil:
+		return taskEnd{end: asynqwire.Done}
 	case errors.Is(err, context.Canceled) && ln.runCtx.Err() != nil:
-		end = asynqwire.Requeue // stopping: another launcher starts it
+		return taskEnd{end: asynqwire.Requeue} // stopping: another launcher starts it
 	case errors.Is(err, asynq.SkipRetry) || t.Retried >= t.MaxRetry:
-		end, msg = asynqwire.Archive, err.Error()
+		return taskEnd{end: asynqwire.Archive, msg: err.Error()}
 	default:
-		end, msg = asynqwire.Retry, err.Error()
-		retryAt = time.Now().Add(retryDelay(t.Retried, err, nil))
+		return taskEnd{end: asynqwire.Retry, msg: err.Error(), retryAt: time.Now().Add(retryDelay(t.Retried, err, nil))}
 	}
-	ln.finish(t, end, retryAt, msg)
+}
+
+// finishLaunched writes the status of a run the executor accepted and
+// finishes its task as done, in one script call (queue.Store.FinishLaunched):
+// a launched run's two writes were two script calls, one after the
+// other. When that call fails, the two are made one by one as an asynq
+// handler would make them: the status retried while the attempt may run
+// (recordLaunch), then the task's end.
+func (ln *lane) finishLaunched(t *taken) {
+	l, p, u := ln.l, t.payload, *t.launched
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	mine, err := l.store.FinishLaunched(ctx, t.Task, p, u)
+	cancel()
+	if errors.Is(err, queue.ErrConflict) || errors.Is(err, queue.ErrNotFound) {
+		l.logger.Info("status not recorded", "idempotency_key", p.IdempotencyKey, "status", u.Status, "err", err)
+		err = nil
+	}
+	if err == nil {
+		if !mine {
+			l.logger.Warn("run task recovered by asynq before this launcher finished it (its lease expired)", "task_id", t.ID, "end", asynqwire.Done)
+		}
+		ln.mu.Lock()
+		delete(ln.held, t.Task)
+		ln.mu.Unlock()
+		return
+	}
+	l.logger.Warn("recording a launched run and finishing its task failed; writing them one by one", "idempotency_key", p.IdempotencyKey, "err", err)
+	ctx, cancel = context.WithDeadline(ln.runCtx, t.Deadline)
+	err = l.recordLaunch(ctx, p, u)
+	cancel()
+	ln.finish(t, ln.endOf(t, err))
 }
 
 // attempt is what asynq's server would call the handler for (launch),
@@ -303,7 +352,7 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 	case t.err != nil:
 		return t.err
 	}
-	a := attempt{p: t.payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.state}
+	a := attempt{p: t.payload, retried: t.Retried, maxRetry: t.MaxRetry, state: t.state, launched: &t.launched}
 	req, err := l.prepare(ctx, a)
 	if req == nil {
 		return err
@@ -317,7 +366,8 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 // Redis stays out of reach the lease lapses and an asynq server recovers
 // the task (its run's status, recorded before, keeps it from starting
 // twice).
-func (ln *lane) finish(t *taken, end asynqwire.End, retryAt time.Time, msg string) {
+func (ln *lane) finish(t *taken, e taskEnd) {
+	end, retryAt, msg := e.end, e.retryAt, e.msg
 	defer func() {
 		ln.mu.Lock()
 		delete(ln.held, t.Task)

@@ -291,6 +291,10 @@ type attempt struct {
 	p                 *queue.TaskPayload
 	retried, maxRetry int
 	state             *queue.LaunchState
+	// launched, when not nil, takes the status of a run the executor
+	// accepted instead of recordLaunch: the lane writes it with the
+	// task's end, in one script call (lane.finishLaunched).
+	launched **queue.StatusUpdate
 }
 
 // launch carries out one attempt of a run task: prepare, the executor
@@ -497,6 +501,10 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 	u := queue.StatusUpdate{Status: res.Status, RunID: res.RunID, Error: res.Error}
 	if res.Status == model.RunFailed {
 		u.Reason = model.ReasonExecutorRejected // it answered that the run failed
+	}
+	if a.launched != nil {
+		*a.launched = &u
+		return nil
 	}
 	return l.recordLaunch(ctx, p, u)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 // runFields are the fields of a run hash, short because there is one hash
@@ -308,6 +309,37 @@ const statusTries = 3
 // it and the owner, whose keys it gets in KEYS, and answers statusRetry
 // with the right ones when they differ, having written nothing.
 func (s *Store) reportStatus(ctx context.Context, sh int, key, sid string, u StatusUpdate) error {
+	return s.reportStatusAnd(ctx, sh, key, sid, u, nil)
+}
+
+// doneCall is a task end sent with a status report, in the same script
+// (status_done.lua): finish_task's keys and arguments, and its answer.
+type doneCall struct {
+	keys     []string
+	args     []any
+	finished bool
+}
+
+// FinishLaunched records the status u of a run a launcher started, as
+// ReportTaskStatus does, and finishes its task t as done, in one script
+// call: the two writes that end a launched run. It says whether the task
+// was finished (false: it was no longer held; an asynq server recovered
+// it when its lease expired). An ErrConflict or ErrNotFound says the
+// status was not recorded, as ReportTaskStatus's; the task is finished
+// all the same, as it would be after such a report.
+func (s *Store) FinishLaunched(ctx context.Context, t *asynqwire.Task, p *TaskPayload, u StatusUpdate) (bool, error) {
+	keys, args, err := t.FinishCall(asynqwire.Done, time.Time{}, "", time.Now()) // asynq's servers count by their host clock
+	if err != nil {
+		return false, err
+	}
+	d := &doneCall{keys: keys, args: args}
+	err = s.reportStatusAnd(ctx, s.taskShard(p), p.IdempotencyKey, p.ScheduleID, u, d)
+	return d.finished, err
+}
+
+// reportStatusAnd is reportStatus, with the task end done (nil: none)
+// in the same script call.
+func (s *Store) reportStatusAnd(ctx context.Context, sh int, key, sid string, u StatusUpdate, done *doneCall) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	failed := ""
 	if u.DeliveryFailed {
@@ -322,13 +354,21 @@ func (s *Store) reportStatus(ctx context.Context, sh int, key, sid string, u Sta
 		}
 		// Through the batcher: the runs a launcher took together report
 		// together.
+		sc := statusScript
+		keys := []string{runKey(sh, key), dueKey(sh), inflightKey(sh), skey, alarmsActiveKey(sh, owner), autoPausedKey(sh)}
+		args := []any{releasedChannel(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
+			string(u.Reason), sid, owner}
+		if done != nil {
+			sc, keys, args = statusDoneScript, append(keys, done.keys...), append(args, done.args...)
+		}
 		var err error
-		res, err = s.batch.runScript(ctx, statusScript,
-			[]string{runKey(sh, key), dueKey(sh), inflightKey(sh), skey, alarmsActiveKey(sh, owner), autoPausedKey(sh)},
-			releasedChannel(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
-			string(u.Reason), sid, owner).Slice()
+		res, err = s.batch.runScript(ctx, sc, keys, args...).Slice()
 		if err != nil {
 			return fmt.Errorf("update run %s: %w", key, err)
+		}
+		if done != nil && len(res) > 1 {
+			fin, _ := res[0].(int64)
+			done.finished, res = fin == 1, res[1:]
 		}
 		if code, _ := res[0].(int64); code != statusRetry {
 			break

@@ -44,6 +44,10 @@ func flaggedScript(shebang, name string, libs []string) *redis.Script {
 			lib = append(lib, []byte(src))
 			continue
 		}
+		if main, ok := strings.CutSuffix(f, mainSuffix); ok {
+			lib = append(lib, asFunction(main, read(main)))
+			continue
+		}
 		lib = append(lib, read(f))
 	}
 	src := joinScript(append([]byte(shebang+"\n"), read(name)...), lib...)
@@ -84,10 +88,26 @@ func joinScript(main []byte, libs ...[]byte) string {
 	return b.String()
 }
 
+// mainSuffix names, among a script's libraries, another script to be
+// called as a function: "status_main" puts status.lua before the script
+// as the function status_main(KEYS, ARGV), so that one script call does
+// the work of two (status_done.lua).
+const mainSuffix = "_main"
+
+// asFunction wraps the script src as the local function name_main of
+// KEYS and ARGV, which shadow the globals inside it: the caller passes
+// the part of its own KEYS and ARGV that script takes.
+func asFunction(name string, src []byte) []byte {
+	return []byte("local function " + name + mainSuffix + "(KEYS, ARGV)\n" + string(src) + "\nend\n")
+}
+
 // foreignLibs are the Lua libraries of other packages that loadScript
 // puts before a script when it names them: enqueue_task writes an asynq
 // task in asynq's layout (asynqwire.EnqueueLua).
-var foreignLibs = map[string]string{"enqueue_task": asynqwire.EnqueueLua}
+var foreignLibs = map[string]string{
+	"enqueue_task":     asynqwire.EnqueueLua,
+	"finish_task_main": string(asFunction("finish_task", []byte(asynqwire.FinishLua))),
+}
 
 // Each script's contract (KEYS, ARGV, output) heads its file in lua/.
 var (
@@ -97,6 +117,7 @@ var (
 	commitScript         = loadScript("commit", "enqueue_task", "run_record", "alarm_lifecycle")
 	trimHistoryScript    = loadScript("trim_history", "enqueue_task")
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
+	statusDoneScript     = loadScript("status_done", "unhold", "release", "run_record", "alarm_lifecycle", "autopause", "status_main", "finish_task_main")
 	expireInflightScript = loadScript("expire_inflight", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
 	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")
 	backfillScript       = loadScript("backfill", "enqueue_task", "run_record")

@@ -55,7 +55,11 @@
 // scripts of internal/rdb/rdb.go — enqueueCmd and scheduleCmd
 // (enqueue_task.lua), dequeueCmd (take_tasks.lua), doneCmd,
 // markAsCompleteCmd, retryCmd, archiveCmd and requeueCmd
-// (finish_task.lua), forwardCmd (forward.lua). asynq's servers, Inspector
+// (finish_task.lua; archiveCmd's trim in trim_archive.lua), forwardCmd
+// (forward.lua). asynq's scripts build a task's key inside Lua from the
+// id they pop; these are given every key in KEYS (ScriptPrelude): the
+// caller reads the ids first and the script checks they still hold,
+// so each touches only keys a Redis Cluster routed it by. asynq's servers, Inspector
 // and asynqmon read what this package writes, and recover the tasks it
 // takes. TestAsynqWireMatchesClient pins the bytes and fields against
 // asynq's own Client; the take and finish tests read the result back

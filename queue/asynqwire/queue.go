@@ -350,8 +350,35 @@ const statsTTL = 90 * 24 * time.Hour
 // a retry is due. It says false when the task was no longer held: its
 // lease expired and an asynq server recovered it.
 func (q *Queue) Finish(ctx context.Context, t *Task, end End, retryAt time.Time, errMsg string) (bool, error) {
-	k := q.keys
 	now := time.Now()
+	keys, args, err := t.FinishCall(end, retryAt, errMsg, now)
+	if err != nil {
+		return false, err
+	}
+	n, err := q.finish(ctx, finishTaskScript, keys, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
+	}
+	if n == 1 && end == Archive {
+		if err := q.trimArchive(ctx, now); err != nil {
+			return true, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
+		}
+	}
+	return n == 1, nil
+}
+
+// FinishLua is lua/finish_task.lua, for a script of another package that
+// finishes a task in the same atomic step as its own writes (the schedule
+// store's status and task end of a launched run): it is a script's body,
+// to be wrapped as a function of KEYS and ARGV. Its KEYS and ARGV are
+// FinishCall's. It does not trim the archive (Archive needs Finish).
+var FinishLua = luaSource("finish_task")
+
+// FinishCall returns the keys and arguments of the script that finishes
+// t as end at now (lua/finish_task.lua), for Finish and for FinishLua's
+// callers.
+func (t *Task) FinishCall(end End, retryAt time.Time, errMsg string, now time.Time) ([]string, []any, error) {
+	k := t.queue.keys
 	var (
 		dest  string
 		score string
@@ -374,23 +401,13 @@ func (q *Queue) Finish(ctx context.Context, t *Task, end End, retryAt time.Time,
 	case Requeue:
 		dest = k.Pending()
 	default:
-		return false, fmt.Errorf("finish task %s: unknown end %q", t.ID, end)
+		return nil, nil, fmt.Errorf("finish task %s: unknown end %q", t.ID, end)
 	}
 	if dest == "" {
 		dest = k.Completed() // unused: a done task without retention is deleted
 	}
-	n, err := q.finish(ctx, finishTaskScript, []string{k.Active(), k.Lease(), k.Task(t.ID), dest,
-		k.Processed(now), k.Failed(now), k.ProcessedTotal(), k.FailedTotal()},
-		t.ID, string(end), score, msg, now.Add(statsTTL).Unix()).Int()
-	if err != nil {
-		return false, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
-	}
-	if n == 1 && end == Archive {
-		if err := q.trimArchive(ctx, now); err != nil {
-			return true, fmt.Errorf("finish task %s (%s): %w", t.ID, end, err)
-		}
-	}
-	return n == 1, nil
+	return []string{k.Active(), k.Lease(), k.Task(t.ID), dest, k.Processed(now), k.Failed(now), k.ProcessedTotal(), k.FailedTotal()},
+		[]any{t.ID, string(end), score, msg, now.Add(statsTTL).Unix()}, nil
 }
 
 // trimArchive trims the archived set as asynq does after each task it

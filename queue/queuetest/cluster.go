@@ -48,11 +48,18 @@ func StartClusterOf(t testing.TB, masters, replicasPerMaster int, extra ...strin
 	if masters < 1 || replicasPerMaster < 0 {
 		t.Fatalf("StartClusterOf(%d, %d): want 1 master or more", masters, replicasPerMaster)
 	}
-	dir := t.TempDir()
+	return startClusterIn(t, t.TempDir(), nil, masters, replicasPerMaster, extra...)
+}
+
+// startClusterIn is StartClusterOf in dir; with lent set, the nodes are
+// lent ones (shared.go), added to lent as they start and left running at
+// the end of the test.
+func startClusterIn(t testing.TB, dir string, lent *nodeSet, masters, replicasPerMaster int, extra ...string) *Cluster {
+	t.Helper()
 	c := &Cluster{}
 	total := masters * (1 + replicasPerMaster)
 	for i := range total {
-		n := startNode(t, dir, fmt.Sprintf("node%d", i), func() int { return clusterPort(t) }, func(port int, d string) []string {
+		n := startNodeOf(t, lent, dir, fmt.Sprintf("node%d", i), func() int { return clusterPort(t) }, func(port int, d string) []string {
 			return append(RedisArgs(port, d),
 				append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 					"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout / time.Millisecond)),

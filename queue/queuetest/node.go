@@ -35,6 +35,16 @@ type Node struct {
 	done   chan struct{} // closed when cmd has been reaped
 	logf   *os.File
 	paused bool
+
+	// lent marks a node of a set StartRedis lends to one test after
+	// another (shared.go). It lives as long as the test binary, so no
+	// goroutine waits for it (goleak would report that goroutine at the
+	// end of every package): Kill reaps it itself, and the kernel kills it
+	// when the test binary exits (Pdeathsig). disturbed records that a
+	// test killed, restarted or paused it, so the set is not lent again.
+	lent      bool
+	disturbed bool
+	killMu    sync.Mutex // serializes Kill's reaping of a lent node
 }
 
 // redisServer returns the path of redis-server, failing the test when it
@@ -54,6 +64,53 @@ func redisServer(t testing.TB) string {
 // killed in t.Cleanup.
 func startNode(t testing.TB, parent, name string, port func() int, argsFor func(port int, dir string) []string) *Node {
 	t.Helper()
+	return startNodeOf(t, nil, parent, name, port, argsFor)
+}
+
+// nodeSet collects the lent nodes of one set as they start, so that the
+// set's owner (shared.go) kills them all, even those of a set that never
+// came up.
+type nodeSet struct {
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+func (s *nodeSet) add(n *Node) {
+	s.mu.Lock()
+	s.nodes = append(s.nodes, n)
+	s.mu.Unlock()
+}
+
+// kill kills every node of the set.
+func (s *nodeSet) kill() {
+	s.mu.Lock()
+	nodes := s.nodes
+	s.mu.Unlock()
+	for _, n := range nodes {
+		n.Kill()
+	}
+}
+
+// disturbed reports whether a test killed, restarted or paused a node.
+func (s *nodeSet) disturbed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.nodes {
+		n.mu.Lock()
+		d := n.disturbed
+		n.mu.Unlock()
+		if d {
+			return true
+		}
+	}
+	return false
+}
+
+// startNodeOf is startNode; with lent set, the node is a lent one (see
+// Node.lent), added to lent and not killed in t.Cleanup: the set's owner
+// (shared.go) kills it.
+func startNodeOf(t testing.TB, lent *nodeSet, parent, name string, port func() int, argsFor func(port int, dir string) []string) *Node {
+	t.Helper()
 	bin := redisServer(t)
 	for attempt := 0; attempt < 5; attempt++ {
 		p := port()
@@ -61,9 +118,12 @@ func startNode(t testing.TB, parent, name string, port func() int, argsFor func(
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		n := &Node{Addr: fmt.Sprintf("127.0.0.1:%d", p), Port: p, bin: bin, dir: dir, args: argsFor(p, dir)}
+		n := &Node{Addr: fmt.Sprintf("127.0.0.1:%d", p), Port: p, bin: bin, dir: dir, args: argsFor(p, dir), lent: lent != nil}
 		if err := n.start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
+		}
+		if lent != nil {
+			lent.add(n)
 		}
 		err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited)
 		if err == nil {
@@ -72,7 +132,9 @@ func startNode(t testing.TB, parent, name string, port func() int, argsFor func(
 			err = n.answersItself()
 		}
 		if err == nil {
-			t.Cleanup(n.Kill)
+			if lent == nil {
+				t.Cleanup(n.Kill)
+			}
 			return n
 		}
 		n.Kill()
@@ -112,16 +174,22 @@ func (n *Node) start() error {
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if n.lent {
+		// Nothing kills a lent node at the end of the tests but this.
+		cmd.SysProcAttr = lentProcAttr()
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
 	}
 	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
+	if !n.lent {
+		go func() {
+			_ = cmd.Wait()
+			logf.Close()
+			close(done)
+		}()
+	}
 	n.mu.Lock()
 	n.cmd, n.done, n.logf, n.paused = cmd, done, logf, false
 	n.mu.Unlock()
@@ -131,13 +199,13 @@ func (n *Node) start() error {
 // exited reports whether the node's process has ended.
 func (n *Node) exited() bool {
 	n.mu.Lock()
-	done := n.done
+	done, cmd := n.done, n.cmd
 	n.mu.Unlock()
 	select {
 	case <-done:
 		return true
 	default:
-		return false
+		return n.lent && exitedNoReap(cmd.Process.Pid)
 	}
 }
 
@@ -149,8 +217,25 @@ func (n *Node) Alive() bool { return !n.exited() }
 func (n *Node) Kill() {
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done
+	n.disturbed = true
 	n.mu.Unlock()
 	if cmd == nil {
+		return
+	}
+	if n.lent {
+		n.killMu.Lock()
+		defer n.killMu.Unlock()
+		select {
+		case <-done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		n.mu.Lock()
+		n.logf.Close()
+		n.mu.Unlock()
+		close(done)
 		return
 	}
 	select {
@@ -169,10 +254,18 @@ func (n *Node) Restart(t testing.TB) {
 	if n.Alive() {
 		t.Fatalf("restart %s: it is running", n.Addr)
 	}
+	n.mu.Lock()
+	n.disturbed = true
+	n.mu.Unlock()
 	if err := n.start(); err != nil {
 		t.Fatalf("restart %s: %v", n.Addr, err)
 	}
-	if err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited); err != nil {
+	err := WaitRedis(context.Background(), n.Addr, 10*time.Second, n.exited)
+	if err == nil {
+		// Another test's server may have taken the port while it was down.
+		err = n.answersItself()
+	}
+	if err != nil {
 		b, _ := os.ReadFile(n.LogPath())
 		t.Fatalf("restart %s: %v\n%s", n.Addr, err, lastLines(string(b), 5))
 	}
@@ -193,6 +286,7 @@ func (n *Node) Pause(t testing.TB, on bool) {
 		t.Fatalf("%s %s: %v", sig, n.Addr, err)
 	}
 	n.paused = on
+	n.disturbed = true
 }
 
 // clusterPort returns a port p free on 127.0.0.1 whose cluster bus port

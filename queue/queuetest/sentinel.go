@@ -56,9 +56,20 @@ func StartSentinelLinked(t testing.TB, extra ...string) (*Sentinel, *Proxy) {
 
 func startSentinel(t testing.TB, linked bool, extra ...string) (*Sentinel, *Proxy) {
 	t.Helper()
-	dir := t.TempDir()
+	return startSentinelIn(t, t.TempDir(), nil, linked, extra...)
+}
+
+// startSentinelIn is startSentinel in dir; with lent set, the nodes are
+// lent ones (shared.go), added to lent as they start and left running at
+// the end of the test.
+func startSentinelIn(t testing.TB, dir string, lent *nodeSet, linked bool, extra ...string) (*Sentinel, *Proxy) {
+	t.Helper()
 	s := &Sentinel{}
 	port := func() int { return FreePort(t) }
+	startNode := func(t testing.TB, parent, name string, port func() int, argsFor func(int, string) []string) *Node {
+		t.Helper()
+		return startNodeOf(t, lent, parent, name, port, argsFor)
+	}
 	primary := startNode(t, dir, "primary", port, func(p int, d string) []string {
 		return append(RedisArgs(p, d), extra...)
 	})

@@ -21,8 +21,11 @@ import (
 //     redis-cluster://…, Addr the first master, Universal a cluster
 //     client, and Client skips the test, which needs one node.
 //
-// make test-topologies runs the store, scheduler and launcher suites with
-// it set to sentinel and to cluster.
+// Under sentinel or cluster, StartRedis lends each test a set that later
+// tests of the same binary get again, emptied (shared.go). make test runs
+// the store, scheduler and launcher suites with it set to sentinel and to
+// cluster (RunOnTopologies); make test-topologies does so one package
+// at a time.
 const TopologyEnv = "CHRONOS_TEST_TOPOLOGY"
 
 // ClusterReplicasEnv is the number of replicas of each master (0 to 2,
@@ -53,18 +56,23 @@ func Topology(t testing.TB) string {
 	}
 }
 
-// startTopology starts the Sentinel set or Cluster TopologyEnv names, or
-// returns nil for a standalone server.
+// startTopology returns the Sentinel set or Cluster TopologyEnv names, or
+// nil for a standalone server: one lent to the test (shared.go), or,
+// with extra redis-server arguments, one of its own.
 func startTopology(t testing.TB, extra ...string) *Redis {
 	t.Helper()
-	switch Topology(t) {
-	case TopologySentinel:
+	topo := Topology(t)
+	switch {
+	case topo == TopologyStandalone:
+		return nil
+	case len(extra) == 0:
+		return lend(t, topo)
+	case topo == TopologySentinel:
 		return StartSentinel(t, extra...).Server()
-	case TopologyCluster:
+	default:
 		c := StartClusterOf(t, 3, clusterReplicas(t), extra...)
 		return &Redis{Addr: c.Nodes[0].Addr, URL: c.URL, cluster: c}
 	}
-	return nil
 }
 
 // Universal returns a client for the server, whatever the topology: a

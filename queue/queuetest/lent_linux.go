@@ -1,0 +1,28 @@
+package queuetest
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// lentProcAttr makes the kernel kill a lent node when the test binary
+// exits, which is the only end of such a node's life nobody calls Kill
+// for. Pdeathsig fires when the thread that started the process exits;
+// the Go runtime ends a thread only when a goroutine locked to it ends,
+// which queuetest's callers do not do.
+func lentProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// exitedNoReap reports whether child pid has exited, leaving it to be
+// reaped by whoever waits for it (waitid with WNOWAIT).
+func exitedNoReap(pid int) bool {
+	const pPID, wNOWAIT = 1, 0x1000000
+	var info [128]byte // siginfo_t; si_pid is at offset 16 on 64-bit Linux
+	_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])),
+		syscall.WEXITED|syscall.WNOHANG|wNOWAIT, 0, 0)
+	if errno != 0 {
+		return errno == syscall.ECHILD
+	}
+	return *(*int32)(unsafe.Pointer(&info[16])) != 0
+}

@@ -2,11 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,50 +14,14 @@ import (
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
-// ownRedis is a redis-server the test can kill and start again on the
-// same port (persistence off: a restart loses the data).
-type ownRedis struct {
-	t    *testing.T
-	port int
-	dir  string
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startOwnRedis(t *testing.T) *ownRedis {
-	r := &ownRedis{t: t, port: queuetest.FreePort(t), dir: t.TempDir()}
-	r.addr = fmt.Sprintf("127.0.0.1:%d", r.port)
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *ownRedis) start() {
-	r.cmd = exec.Command("redis-server", append(queuetest.RedisArgs(r.port, r.dir), "--enable-debug-command", "yes")...)
-	f, err := os.Create(filepath.Join(r.dir, "log"))
-	require.NoError(r.t, err)
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	require.NoError(r.t, r.cmd.Start())
-	require.NoError(r.t, queuetest.WaitRedis(context.Background(), r.addr, 10*time.Second, nil))
-}
-
-func (r *ownRedis) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Signal(syscall.SIGCONT)
-		_ = r.cmd.Process.Kill()
-		_, _ = r.cmd.Process.Wait()
-		r.cmd = nil
-	}
-}
-
 // A Redis restart that loses its data (no persistence) must not need a
 // chronos restart: schedules registered again fire, and their run queue is
 // listed in asynq's set of queues again, where asynqmon, asynq's Inspector
 // and the chronos_queue_depth collector look for it.
 func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
 	t.Parallel()
-	r := startOwnRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr})
+	r := queuetest.StartServer(t, "--enable-debug-command", "yes")
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	clock := queue.NewRedisClock(rdb)
 	require.NoError(t, clock.Sync(context.Background()))
@@ -83,12 +42,12 @@ func TestRunQueueIsListedAgainAfterARedisRestartThatLostItsData(t *testing.T) {
 	_, err = asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(runQueue)
 	require.NoError(t, err)
 
-	r.kill()
+	r.Kill()
 	// Real time must pass: the outage outlasts LeaseTTL (1 s), as a real
 	// restart does, so the scheduler finds its leases gone as well.
 	const outage = 2 * time.Second
 	<-time.After(outage)
-	r.start() // empty: the data is gone
+	r.Restart(t) // empty: the data is gone
 	// The registrar registers its schedules again (go-redis may take a
 	// second to dial again).
 	require.Eventually(t, upsert, 10*time.Second, 100*time.Millisecond)

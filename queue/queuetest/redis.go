@@ -7,9 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +20,6 @@ import (
 type Redis struct {
 	Addr string
 	URL  string
-	cmd  *exec.Cmd
 
 	sentinel *Sentinel // CHRONOS_TEST_TOPOLOGY=sentinel (topology.go)
 	cluster  *Cluster  // CHRONOS_TEST_TOPOLOGY=cluster
@@ -33,47 +29,31 @@ type Redis struct {
 // persistence off, and stops it in t.Cleanup. A missing redis-server fails
 // the test: integration tests never skip. extra are more redis-server
 // arguments, e.g. "--maxmemory", "4mb". CHRONOS_TEST_TOPOLOGY=sentinel or
-// cluster starts a Sentinel set or a Cluster instead (topology.go).
+// cluster lends the test a Sentinel set or a Cluster instead (topology.go,
+// shared.go).
 func StartRedis(t testing.TB, extra ...string) *Redis {
 	t.Helper()
 	if r := startTopology(t, extra...); r != nil {
 		return r
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found on PATH (install it, e.g. apt-get install -y redis-server): %v", err)
-	}
-	dir := t.TempDir()
-	for attempt := 0; attempt < 5; attempt++ {
-		port := FreePort(t)
-		cmd := exec.Command(bin, append(RedisArgs(port, dir), extra...)...)
-		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
-		logf, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}
-		r.URL = "redis://" + r.Addr
-		if WaitRedis(context.Background(), r.Addr, 10*time.Second, nil) == nil {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_, _ = cmd.Process.Wait()
-				logf.Close()
-			})
-			return r
-		}
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		logf.Close()
-		b, _ := os.ReadFile(logPath)
-		t.Logf("redis-server on port %d did not come up (retrying): %s", port, lastLines(string(b), 5))
-	}
-	t.Fatal("could not start redis-server after 5 attempts")
-	return nil
+	// startNode retries on another port when the one FreePort chose was
+	// taken before the server bound it, and checks that the server
+	// answering is this one, not another test's that took the port.
+	n := startNode(t, t.TempDir(), "redis", func() int { return FreePort(t) }, func(port int, dir string) []string {
+		return append(RedisArgs(port, dir), extra...)
+	})
+	return &Redis{Addr: n.Addr, URL: "redis://" + n.Addr}
+}
+
+// StartServer starts a standalone redis-server, whatever
+// CHRONOS_TEST_TOPOLOGY, that the test may kill, pause and restart on
+// its port (Node), with persistence off: a restart loses the data. It is
+// killed in t.Cleanup. extra are more redis-server arguments.
+func StartServer(t testing.TB, extra ...string) *Node {
+	t.Helper()
+	return startNode(t, t.TempDir(), "redis", func() int { return FreePort(t) }, func(port int, dir string) []string {
+		return append(RedisArgs(port, dir), extra...)
+	})
 }
 
 // Client returns a go-redis client for the server, closed in t.Cleanup.

@@ -293,15 +293,16 @@ func (a access) serve(srv *http.Server, ln net.Listener) error {
 }
 
 // serveMetrics serves /metrics (and pprof with PPROF) on METRICS_ADDR,
-// when set, reporting a failure of the server on errs. The returned
-// function stops it.
-func serveMetrics(c Common, metrics http.Handler, errs chan<- error) (func(), error) {
+// when set, reporting a failure of the server on errs. It returns a
+// function that stops it and the address it listens on ("" without
+// METRICS_ADDR).
+func serveMetrics(c Common, metrics http.Handler, errs chan<- error) (func(), string, error) {
 	if c.MetricsAddr == "" {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	ln, err := net.Listen("tcp", c.MetricsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on METRICS_ADDR=%s: %w", c.MetricsAddr, err)
+		return nil, "", fmt.Errorf("listen on METRICS_ADDR=%s: %w", c.MetricsAddr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
@@ -314,5 +315,5 @@ func serveMetrics(c Common, metrics http.Handler, errs chan<- error) (func(), er
 			errs <- fmt.Errorf("metrics server: %w", err)
 		}
 	}()
-	return func() { _ = srv.Close() }, nil
+	return func() { _ = srv.Close() }, ln.Addr().String(), nil
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,11 +77,11 @@ func TestAPIRefusesToStartOpen(t *testing.T) {
 		}
 	}
 
-	// With INSECURE it starts, open, and says so.
-	addr := "127.0.0.1:" + itoa(queuetest.FreePort(t))
+	// With INSECURE it starts, open, and says so. Port 0: the address
+	// it listens on is in its log.
 	var logs syncBuffer
 	cmd := exec.Command(bin, "api")
-	cmd.Env = append(slices.Clone(baseEnv), "HTTP_ADDR="+addr, "INSECURE=true")
+	cmd.Env = append(slices.Clone(baseEnv), "HTTP_ADDR=127.0.0.1:0", "INSECURE=true")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -88,6 +89,10 @@ func TestAPIRefusesToStartOpen(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	require.Eventually(t, func() bool {
+		addr := loggedHTTPAddr(logs.String())
+		if addr == "" {
+			return false
+		}
 		resp, err := http.Get("http://" + addr + "/schedules")
 		if err != nil {
 			return false
@@ -98,7 +103,18 @@ func TestAPIRefusesToStartOpen(t *testing.T) {
 	require.Contains(t, logs.String(), "INSECURE: the API is open")
 }
 
-func itoa(n int) string { return big.NewInt(int64(n)).String() }
+// httpAddrRE finds the address of "chronos started" in a text or JSON log.
+var httpAddrRE = regexp.MustCompile(`msg"?[=:]"?chronos started"?.*?http_addr"?[=:]"?([0-9.]+:[0-9]+)`)
+
+// loggedHTTPAddr returns the HTTP address a chronos process logged it
+// listens on, "" before it did.
+func loggedHTTPAddr(logs string) string {
+	m := httpAddrRE.FindStringSubmatch(logs)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
 
 // chronos dev runs open on loopback and says so; elsewhere it needs auth
 // or --insecure, and it takes auth settings when given.
@@ -133,9 +149,11 @@ func TestDevAccess(t *testing.T) {
 func TestAPIWithTokens(t *testing.T) {
 	t.Parallel()
 	r := queuetest.StartRedis(t)
-	metricsAddr := "127.0.0.1:" + itoa(queuetest.FreePort(t))
-	_, base := startInProcessAt(t, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0", "--log-level", "error",
-		"--auth-jwt-secret", testSecret, "--metrics-addr", metricsAddr)
+	// Port 0: a free port chosen first could be taken before the bind.
+	metricsReady := make(chan string, 1)
+	_, base := startInProcessEnv(t, Env{MetricsReady: metricsReady}, "all", "--redis-url", r.URL, "--http-addr", "127.0.0.1:0",
+		"--log-level", "error", "--auth-jwt-secret", testSecret, "--metrics-addr", "127.0.0.1:0")
+	metricsAddr := <-metricsReady // sent before the HTTP address
 	get := func(url, authz, accept string) (int, string, http.Header) {
 		req, err := http.NewRequest(http.MethodGet, url, nil)
 		require.NoError(t, err)

@@ -13,6 +13,11 @@ type Env struct {
 	// Ready, when set, receives the HTTP address once the server listens
 	// (tests use it instead of polling).
 	Ready chan<- string
+	// MetricsReady, when set, receives the address METRICS_ADDR listens
+	// on, before Ready, when METRICS_ADDR is set: with port 0 the
+	// kernel chooses it, so a test needs no free port that another may
+	// take first.
+	MetricsReady chan<- string
 }
 
 // CLI is the command tree.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -24,10 +23,7 @@ func TestCLIBinaryExitStatus(t *testing.T) {
 	b := setupCLI(t)
 	bin, err := queuetest.BuildChronos(context.Background(), t.TempDir())
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := "http://" + queuetest.RefusedAddr(t)
 
 	run := func(env []string, args ...string) (stdout, stderr string, code int) {
 		t.Helper()

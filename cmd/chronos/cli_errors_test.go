@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/api/auth"
+	"github.com/chronos-sched/chronos/queue/queuetest"
 )
 
 // Each failure has its own exit status and a stderr line saying what to
@@ -75,10 +75,7 @@ func TestCLIExitCodes(t *testing.T) {
 	require.Contains(t, r.Stderr, "answered 422")
 
 	// Nothing listening: unavailable, naming CHRONOS_URL.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := "http://" + queuetest.RefusedAddr(t)
 	r = runCLI(t, "schedule", "list", "--url", closed)
 	require.Equal(t, ExitUnavailable, r.Code, r.Stderr)
 	require.Contains(t, r.Stderr, "chronos API at "+closed+" (CHRONOS_URL)")

@@ -93,11 +93,18 @@ func startInProcess(t *testing.T, args ...string) func(method, path, body string
 // startInProcessAt is startInProcess that also returns the base URL.
 func startInProcessAt(t *testing.T, args ...string) (func(method, path, body string) (int, string), string) {
 	t.Helper()
+	return startInProcessEnv(t, Env{}, args...)
+}
+
+// startInProcessEnv is startInProcessAt with env's MetricsReady.
+func startInProcessEnv(t *testing.T, env Env, args ...string) (func(method, path, body string) (int, string), string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
+	env.Stdout, env.Stderr, env.Ready = io.Discard, io.Discard, ready
 	go func() {
-		done <- execute(ctx, args, &Env{Stdout: io.Discard, Stderr: io.Discard, Ready: ready})
+		done <- execute(ctx, args, &env)
 	}()
 	authz := adminAuthorization(t, args) // access_test.go: "" unless args set a secret
 	var base string

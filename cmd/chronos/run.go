@@ -121,6 +121,9 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 	if acc.devToken != "" {
 		printDevToken(env.Stdout, addr, acc.devToken)
 	}
+	if env.MetricsReady != nil && pr.metricsAddr != "" {
+		env.MetricsReady <- pr.metricsAddr
+	}
 	if env.Ready != nil {
 		env.Ready <- addr
 	}
@@ -140,7 +143,8 @@ func run(ctx context.Context, env *Env, p processSpec) error {
 // process holds what run opened and started, to close and stop it in
 // reverse order.
 type process struct {
-	closers []func()
+	closers     []func()
+	metricsAddr string // where METRICS_ADDR listens, "" without it
 }
 
 // onClose adds f to what close does, before everything added earlier.
@@ -305,11 +309,12 @@ func (pr *process) serve(e *echo.Echo, p processSpec, acc access, logger *slog.L
 		}
 		logger.Info("stopped")
 	})
-	stopMetrics, err := serveMetrics(p.common, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), srvErr) // access.go
+	stopMetrics, metricsAddr, err := serveMetrics(p.common, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), srvErr) // access.go
 	if err != nil {
 		return "", nil, err
 	}
 	pr.onClose(stopMetrics)
+	pr.metricsAddr = metricsAddr
 	return ln.Addr().String(), srvErr, nil
 }
 

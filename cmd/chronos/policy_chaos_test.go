@@ -142,6 +142,9 @@ func TestChaosPoliciesJitterPausesUpserts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the multi-process chaos test takes minutes; it runs without -short")
 	}
+	// Most of its minutes are waits (the chaos's own span, asynq's lease
+	// recovery): it runs beside the package's other tests (TestMain).
+	t.Parallel()
 	dur := policyChaosDuration(t)
 	began := time.Now()
 	c := newChaosCluster(t)

@@ -19,7 +19,11 @@ image:
 	docker build -f deploy/Dockerfile -t chronos:local .
 
 ## test: every test, including integration tests on a real redis-server
-## (started by the tests on free ports) and the multi-process chaos test.
+## (started by the tests on free ports) and the multi-process chaos tests;
+## CI (.ci/run) runs it. Every package runs on one redis-server; the
+## store (queue), scheduler and launcher suites also run on a Sentinel
+## set and on a Redis Cluster (Test*OnSentinelAndCluster re-run their
+## package's test binary under CHRONOS_TEST_TOPOLOGY; docs/operations.md).
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
@@ -39,7 +43,8 @@ redis-sentinel-down:
 
 ## test-topologies: the store, scheduler and launcher integration suites
 ## on a Sentinel set, then on a Redis Cluster (CHRONOS_TEST_TOPOLOGY,
-## queue/queuetest/topology.go); every test starts its own servers.
+## queue/queuetest/topology.go), without -race; each test binary lends
+## its tests sets it starts once and empties between them (shared.go).
 TOPOLOGY_PKGS ?= ./queue/... ./scheduler/... ./launcher/...
 test-topologies:
 	CHRONOS_TEST_TOPOLOGY=sentinel $(GO) test -count=1 -timeout 30m $(TOPOLOGY_PKGS)

@@ -229,9 +229,12 @@ func configDiff(a, b map[string]string) string {
 	return strings.Join(d, ", ")
 }
 
-// settle calls f every 20 ms until it returns true or timeout passes.
+// settle calls f every 20 ms until it returns true or timeout passes:
+// poll, for a caller that must not fail the test.
 func settle(timeout time.Duration, f func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		ok, msg := f()
 		if ok {
@@ -240,7 +243,7 @@ func settle(timeout time.Duration, f func() (bool, string)) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not settled within %s: %s", timeout, msg)
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -83,6 +83,7 @@ func TestAPIRefusesToStartOpen(t *testing.T) {
 	cmd := exec.Command(bin, "api")
 	cmd.Env = append(slices.Clone(baseEnv), "HTTP_ADDR=127.0.0.1:0", "INSECURE=true")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = queuetest.ProcAttrDiesWithTest()
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()

@@ -308,6 +308,7 @@ func (c *chaosCluster) startOnce(name, sub string, extra map[string]string) (*ch
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = queuetest.ProcAttrDiesWithTest() // also when -timeout ends the binary before any cleanup
 	require.NoError(c.t, p.cmd.Start(), "start %s", name)
 	c.mu.Lock()
 	c.procs = append(c.procs, p)

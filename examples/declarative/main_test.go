@@ -95,6 +95,7 @@ func (c *cluster) spawn(t *testing.T, extra ...string) *proc {
 	}, extra...)
 	cmd := exec.Command(build(t), args...)
 	cmd.Stderr = &logWriter{t: t}
+	cmd.SysProcAttr = queuetest.ProcAttrDiesWithTest()
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -5,12 +5,14 @@ import (
 	"unsafe"
 )
 
-// lentProcAttr makes the kernel kill a lent node when the test binary
-// exits, which is the only end of such a node's life nobody calls Kill
-// for. Pdeathsig fires when the thread that started the process exits;
-// the Go runtime ends a thread only when a goroutine locked to it ends,
-// which queuetest's callers do not do.
-func lentProcAttr() *syscall.SysProcAttr {
+// ProcAttrDiesWithTest makes the kernel kill a process a test starts
+// when the test binary exits. A lent node's life ends no other way, and a
+// binary that panics on -timeout runs no cleanup, which left redis-servers
+// and chronos processes running, holding ports and files, after the test.
+// Pdeathsig fires when the thread that started the process exits; the Go
+// runtime ends a thread only when a goroutine locked to it ends, which
+// queuetest's callers do not do.
+func ProcAttrDiesWithTest() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 

@@ -174,10 +174,7 @@ func (n *Node) start() error {
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if n.lent {
-		// Nothing kills a lent node at the end of the tests but this.
-		cmd.SysProcAttr = lentProcAttr()
-	}
+	cmd.SysProcAttr = ProcAttrDiesWithTest()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err

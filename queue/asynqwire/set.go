@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,15 @@ type Set struct {
 // at most (or at once when a take comes back short).
 const lensMaxAge = 100 * time.Millisecond
 
+// minShare is the fewest tasks Take asks of a queue when it asks for as
+// many: each share is one script call, and a take that spread 9 tasks
+// over 16 shard queues made 9 calls of one task each, where asynq's own
+// server makes one call per task too but the single run queue took 9 in
+// one. The queues a take skips come first in later takes (each starts
+// one queue further), so over as many takes as queues each is served
+// alike.
+const minShare = 8
+
 // idsWindow is how many ids at a pending list's end Take reads for a
 // take of n: those of this take and the next ones, and room for what
 // other launchers take from the same end meanwhile.
@@ -53,6 +63,9 @@ func idsSlack(n int) int { return n + 2 }
 // and legacy (which may be nil) is consumed with them but not listed.
 func NewSet(rdb redis.UniversalClient, publish []*Queue, legacy *Queue) *Set {
 	s := &Set{rdb: rdb, queues: publish, published: len(publish)}
+	// Launchers start their takes at different queues, so that two do
+	// not take from the same list's end at once.
+	s.next.Store(rand.Uint32())
 	if legacy != nil {
 		s.queues = append(s.queues[:len(publish):len(publish)], legacy)
 	}
@@ -139,9 +152,9 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		if lens[j] == 0 {
 			continue
 		}
-		// Each queue that holds tasks gets its share of what is left;
-		// what a short one leaves goes to the next.
-		m := min((left+full-1)/full, int(lens[j]))
+		// Each queue that holds tasks gets its share of what is left, at
+		// least minShare; what a short one leaves goes to the next.
+		m := min(max((left+full-1)/full, minShare), left, int(lens[j]))
 		full--
 		if len(s.ids[j]) == 0 {
 			unread = append(unread, len(shares))

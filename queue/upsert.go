@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,8 +45,29 @@ var defFieldArgs = func() []any {
 }()
 
 // maxDefFields bounds defFields, so an upsert marks the fields it sends
-// in an array on its stack.
+// in the bits of a uint64.
 const maxDefFields = 64
+
+// omittedArgs caches omittedArg's answers by the fields sent: bodies
+// come in few shapes.
+var omittedArgs sync.Map // uint64 -> any (a string)
+
+// omittedArg is upsert.lua's ARGV[upsertHeaderArgs]: the names of the
+// definition fields not in given (bit i for defFields[i]), but for those
+// the script owns, joined by spaces.
+func omittedArg(given uint64) any {
+	if v, ok := omittedArgs.Load(given); ok {
+		return v
+	}
+	var names []string
+	for i, f := range defFields {
+		if given&(1<<i) == 0 && !scriptOwned(f) {
+			names = append(names, f)
+		}
+	}
+	v, _ := omittedArgs.LoadOrStore(given, any(strings.Join(names, " ")))
+	return v
+}
 
 // scriptOwned are the definition fields upsert.lua decides, from what is
 // stored: they are never sent.
@@ -77,18 +100,12 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	// under load, and the garbage collector's work grows with them.
 	nowMS, timing := strconv.FormatInt(ms(now), 10), timingHash(&next)
 	anchorMS := strconv.FormatInt(ms(next.Anchor), 10)
-	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(defFields)+len(all))
-	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, s.ActLead(&next).Milliseconds(), "", "", "", 0})
-	var given [maxDefFields]bool
+	var given uint64 // bit i: defFields[i] is sent
 	for i := 0; i < len(all); i += 2 {
-		given[defIndex[all[i]]] = true
+		given |= 1 << defIndex[all[i]]
 	}
-	for i, f := range defFields {
-		if !given[i] && !scriptOwned(f) {
-			args = append(args, defFieldArgs[i])
-		}
-	}
-	args[upsertHeaderArgs-1] = len(args) - upsertHeaderArgs // upsert.lua finds the pairs after the omitted fields
+	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(all))
+	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, s.ActLead(&next).Milliseconds(), "", "", "", omittedArg(given)})
 	for i := 0; i < len(all); i += 2 {
 		if !scriptOwned(all[i]) {
 			args = append(args, defFieldArgs[defIndex[all[i]]], all[i+1])
@@ -112,10 +129,12 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	var history []string
 	var res []any
 	for try := 1; ; try++ {
-		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh),
-			q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed()}
+		// The asynq lists only with a history: only settling it
+		// touches them.
+		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh)}
 		callArgs := args
 		if len(history) > 0 {
+			keys = append(keys, q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed())
 			callArgs = append(slices.Clip(args), make([]any, 0, len(history))...)
 			for _, k := range history {
 				keys = append(keys, runKey(sh, k), q.Task(k), manualKeyPrefix(sh)+k)

@@ -126,6 +126,9 @@ func (s *server) readObject(c echo.Context) (object, error) {
 	if t[0] != '{' {
 		return nil, fieldError("body", "must be a JSON object")
 	}
+	if o, ok := flatObject(t); ok {
+		return o, nil
+	}
 	var o object
 	if err := json.Unmarshal(t, &o); err != nil {
 		return nil, fieldError("body", "invalid JSON: %v", err)
@@ -237,6 +240,9 @@ func (o object) version(name string) (model.Version, error) {
 	v := o.raw(name)
 	if v == nil {
 		return "", nil
+	}
+	if s, ok := plainString(v); ok {
+		return model.Version(s), nil // what model.Version's UnmarshalJSON makes of it, without reflection
 	}
 	var ver model.Version
 	if err := json.Unmarshal(v, &ver); err != nil {

@@ -233,7 +233,7 @@ func (s *server) upsertSchedule(c echo.Context) error {
 		s.log.InfoContext(ctx, "schedule upserted",
 			slog.String("schedule_id", v.ID), slog.Bool("created", res.Created), slog.String("state", v.State))
 	}
-	return c.JSON(http.StatusOK, UpsertResponse{
+	return writeUpsertResponse(c, &UpsertResponse{
 		ScheduleID: v.ID, NextRunAt: v.NextRunAt, Created: res.Created, Changed: res.Changed, State: v.State,
 		Warnings: upsertWarnings(rec, res),
 	})

@@ -44,6 +44,9 @@ type DueSchedule struct {
 	Err error
 
 	expect Expectation
+	// paused and held: as read, for TickDue's fast path, which leaves
+	// such a schedule's plan to commit.lua (it applies none).
+	paused, held bool
 }
 
 // Expectation is the state of a schedule a plan was computed from: its
@@ -81,6 +84,13 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	return s.readDue(ctx, s.rdb, shard, until, ids, true)
+}
+
+// readDue reads the schedules ids of shard still due by until, with c: in
+// a MULTI/EXEC when multi, else in a plain pipeline (under a WATCH of
+// their hashes, which a MULTI's EXEC would end: TickDue).
+func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until time.Time, ids []string, multi bool) ([]DueSchedule, error) {
 	zms := make([]any, 0, len(ids)+2)
 	zms = append(zms, "ZMSCORE", dueKey(shard))
 	for _, id := range ids {
@@ -88,7 +98,7 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 	}
 	var scores *redis.Cmd
 	hashes := make([]*redis.MapStringStringCmd, len(ids))
-	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	read := func(p redis.Pipeliner) error {
 		// ZMSCORE by Do: go-redis's ZMScore reads a missing member as 0,
 		// which would look due.
 		scores = p.Do(ctx, zms...)
@@ -96,7 +106,14 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 			hashes[i] = p.HGetAll(ctx, scheduleKey(shard, id))
 		}
 		return nil
-	}); err != nil {
+	}
+	var err error
+	if multi {
+		_, err = c.TxPipelined(ctx, read)
+	} else {
+		_, err = c.Pipelined(ctx, read)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}
 	vals, err := scores.Slice()
@@ -136,6 +153,7 @@ func (s *Store) decodeDue(d *DueSchedule, h map[string]string) {
 	d.expect = Expectation{next: h[sfNext], inflight: h[sfInflight], ver: h[sfVer], owner: h[sfOwner]}
 	d.Inflight = h[sfInflight]
 	d.Released = h[sfReleased] != ""
+	d.paused, d.held = h[sfPaused] != "", h[sfHeld] != ""
 	d.ResumedAt, _ = parseMS(h[sfResumed])
 	if raw := h[sfNext]; raw != "" {
 		var ok bool

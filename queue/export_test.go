@@ -73,3 +73,6 @@ type LoadedScript struct {
 func ExpectState(next, inflight, ver string) Expectation {
 	return Expectation{next: next, inflight: inflight, ver: ver}
 }
+
+// FastPages is how many pages TickDue committed in its fast path.
+func (s *Store) FastPages() int64 { return s.fastPages.Load() }

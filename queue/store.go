@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,7 @@ type Store struct {
 	defs        *defCache          // compiled definitions of due schedules
 	scriptFlags bool               // Redis refuses a writing script whole when full
 	ledger      *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
+	fastPages   atomic.Int64       // pages TickDue committed in its fast path (tests)
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so

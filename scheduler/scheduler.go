@@ -415,32 +415,34 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 		s.logger.WarnContext(ctx, "run timed out in flight", "shard", shard, "idempotency_key", k)
 	}
 	for {
-		due, err := s.store.ReadDue(ctx, shard, now, s.cfg.PageSize)
+		var (
+			missed []int
+			at     time.Time
+		)
+		due, plans, applied, err := s.store.TickDue(ctx, shard, now, s.cfg.PageSize, func(due []queue.DueSchedule) ([]queue.Plan, time.Time, error) {
+			plans := make([]queue.Plan, 0, len(due))
+			missed = make([]int, 0, len(due))
+			for _, d := range due {
+				p, m, err := s.planOne(d, now)
+				if err != nil {
+					s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it: pause and resume it (or delete and re-create it) to schedule it again", "schedule_id", d.ID, "err", err)
+				}
+				plans = append(plans, p)
+				missed = append(missed, m)
+			}
+			if !valid() {
+				return nil, time.Time{}, errLeaseLost
+			}
+			// Records and tasks carry the time they were written, which in
+			// a long tick is later than the now the plans were made at.
+			at = s.clock.Now()
+			return plans, at, nil
+		})
 		if err != nil {
 			return err
 		}
 		if len(due) == 0 {
 			return nil
-		}
-		plans := make([]queue.Plan, 0, len(due))
-		missed := make([]int, 0, len(due))
-		for _, d := range due {
-			p, m, err := s.planOne(d, now)
-			if err != nil {
-				s.logger.ErrorContext(ctx, "cannot plan schedule; retiring it: pause and resume it (or delete and re-create it) to schedule it again", "schedule_id", d.ID, "err", err)
-			}
-			plans = append(plans, p)
-			missed = append(missed, m)
-		}
-		if !valid() {
-			return errLeaseLost
-		}
-		// Records and tasks carry the time they were written, which in a
-		// long tick is later than the now the plans were made at.
-		at := s.clock.Now()
-		applied, err := s.store.Commit(ctx, shard, at, plans)
-		if err != nil {
-			return err
 		}
 		appliedAny := false
 		for i, ok := range applied {

@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronos-sched/chronos/model"
+)
+
+// PlanFunc turns a page of due schedules into their plans, one per
+// schedule in the same order, and says the time to commit them at (the
+// records' and tasks' "now"). An error ends the page without a commit.
+type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
+
+// TickDue reads a page of up to limit schedules of shard due by until,
+// has plan plan them, and commits the plans (Commit). It returns the page,
+// the plans (with Commit's marks) and which applied; none when nothing is
+// due.
+//
+// Most pages take the fast path: the page's schedule hashes are read
+// under WATCH and, when every plan is plain (the schedule neither paused
+// nor held, nothing retired for a reason, no run's record, task or manual
+// mark there yet), the plans are written by native commands in one
+// MULTI/EXEC that Redis runs only if none of those keys changed since it
+// was read. That is commit.lua's compare-and-set and its fresh-page check,
+// made by WATCH: the plans apply as the script would apply them, without
+// its Lua, which costs Redis more than the writes themselves
+// (docs/performance.md). Any other page, a transaction that WATCH
+// aborted, or REDIS_WAIT_REPLICAS set, goes through commit.lua, which
+// checks each plan again and decides each one alone.
+func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit int, plan PlanFunc) ([]DueSchedule, []Plan, []bool, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, dueKey(shard), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(ms(until), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil, nil, nil
+	}
+	if s.cfg.WaitReplicas > 0 {
+		// A commit waits for replicas in the same round trip as commit.lua
+		// (runCommit): that path alone.
+		due, err := s.readDue(ctx, s.rdb, shard, until, ids, true)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return s.planAndCommit(ctx, shard, due, plan)
+	}
+	skeys := make([]string, len(ids))
+	for i, id := range ids {
+		skeys[i] = scheduleKey(shard, id)
+	}
+	var (
+		due     []DueSchedule
+		plans   []Plan
+		applied []bool
+		slow    bool // the fast path does not fit: commit.lua after the WATCH ends
+		at      time.Time
+	)
+	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		var err error
+		if due, err = s.readDue(ctx, tx, shard, until, ids, false); err != nil || len(due) == 0 {
+			return err
+		}
+		if plans, at, err = plan(due); err != nil {
+			return err
+		}
+		if !s.fastFits(due, plans) {
+			slow = true
+			return nil
+		}
+		applied, slow, err = s.commitFast(ctx, tx, shard, at, due, plans)
+		return err
+	}, skeys...)
+	if err != nil || !slow {
+		return due, plans, applied, err
+	}
+	applied, err = s.Commit(ctx, shard, at, plans)
+	return due, plans, applied, err
+}
+
+// planAndCommit plans due and commits the plans through commit.lua.
+func (s *Store) planAndCommit(ctx context.Context, shard int, due []DueSchedule, plan PlanFunc) ([]DueSchedule, []Plan, []bool, error) {
+	if len(due) == 0 {
+		return nil, nil, nil, nil
+	}
+	plans, at, err := plan(due)
+	if err != nil {
+		return due, nil, nil, err
+	}
+	applied, err := s.Commit(ctx, shard, at, plans)
+	return due, plans, applied, err
+}
+
+// fastFits says whether plans, made from due, may take the fast path:
+// one transaction (CommitRunsMax runs at most), each plan of a schedule
+// that exists and is neither paused nor held as read, none retiring for a
+// reason (an alarm's lifecycle is commit.lua's).
+func (s *Store) fastFits(due []DueSchedule, plans []Plan) bool {
+	if len(plans) != len(due) || commitCallSize(plans) != len(plans) {
+		return false
+	}
+	for i := range plans {
+		d, p := &due[i], &plans[i]
+		if p.ID != d.ID || d.expect.ver == "" || d.paused || d.held || p.RetireReason != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// commitFast writes plans as commit.lua writes a fresh page, in one
+// MULTI/EXEC on tx, which WATCHes the plans' schedule hashes since they
+// were read. It first WATCHes every run's record, task and manual mark and
+// checks that none exists; slow says the plans must go through commit.lua
+// instead: one of those keys exists, or WATCH aborted the transaction
+// (nothing was written then).
+func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now time.Time, due []DueSchedule, plans []Plan) (applied []bool, slow bool, err error) {
+	if err := s.tasks.Publish(ctx); err != nil {
+		return nil, false, err
+	}
+	q := s.queue(shard).Keys()
+	runKeys := make([]any, 0, 16)
+	for i := range plans {
+		for j := range plans[i].Runs {
+			k := plans[i].Runs[j].Key
+			runKeys = append(runKeys, runKey(shard, k), q.Task(k), manualKeyPrefix(shard)+k)
+		}
+	}
+	if len(runKeys) > 0 {
+		var exists *redis.IntCmd
+		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, append([]any{"WATCH"}, runKeys...)...)
+			exists = p.Exists(ctx, stringsOfAny(runKeys)...)
+			return nil
+		}); err != nil {
+			return nil, false, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
+		}
+		if exists.Val() > 0 {
+			return nil, true, nil // a run planned again or a key taken: commit.lua decides
+		}
+	}
+	nowMS := strconv.FormatInt(ms(now), 10)
+	nowNS := now.UnixNano()
+	var (
+		pending   []any
+		scheduled []redis.Z
+		dueZ      = make([]redis.Z, 0, len(plans))
+		sizes     = make([]*redis.IntCmd, len(plans))
+	)
+	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range plans {
+			pl := &plans[i]
+			skey, hkey := scheduleKey(shard, pl.ID), historyKey(shard, pl.ID)
+			if due[i].Released {
+				p.HDel(ctx, skey, sfReleased)
+			}
+			for j := range pl.Runs {
+				r := &pl.Runs[j]
+				f := make([]any, 0, 20)
+				f = append(f, rfSchedule, pl.ID, rfRunAt, ms(r.RunAt), rfFireAt, ms(r.FireAt), rfStatus, string(r.Status),
+					rfCreated, nowMS, rfUpdated, nowMS, rfSource, srcSchedule)
+				if r.Error != "" {
+					f = append(f, rfError, r.Error)
+				}
+				if r.Reason != "" {
+					f = append(f, rfReason, string(r.Reason))
+				}
+				if r.Status == model.RunEnqueued {
+					f = append(f, rfEnqueued, nowMS)
+				}
+				p.HSet(ctx, runKey(shard, r.Key), f...)
+				if r.Status == model.RunEnqueued {
+					msg, processAt, err := s.asynqTask(shard, &r.Task, now)
+					if err != nil {
+						return err
+					}
+					if processAt == 0 {
+						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskPending, "pending_since", nowNS)
+						pending = append(pending, r.Key)
+					} else {
+						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskScheduled)
+						scheduled = append(scheduled, redis.Z{Score: float64(processAt), Member: r.Key})
+					}
+				}
+				p.ZAdd(ctx, hkey, redis.Z{Score: float64(ms(r.RunAt)), Member: r.Key})
+			}
+			var fields []any
+			if pl.Inflight != "" {
+				fields = append(fields, sfInflight, pl.Inflight)
+				p.ZAdd(ctx, inflightKey(shard), redis.Z{Score: float64(ms(pl.InflightDeadline)), Member: pl.ID})
+			}
+			if len(pl.Runs) > 0 {
+				sizes[i] = p.ZCard(ctx, hkey)
+			}
+			if pl.NewNext.IsZero() {
+				p.HDel(ctx, skey, sfNext)
+			} else {
+				fields = append(fields, sfNext, ms(pl.NewNext))
+			}
+			score := pl.NewScore
+			if pl.Hold {
+				fields = append(fields, sfHeld, flagSet)
+				score = math.Inf(1)
+			}
+			dueZ = append(dueZ, redis.Z{Score: score, Member: pl.ID})
+			if len(fields) > 0 {
+				p.HSet(ctx, skey, fields...)
+			}
+		}
+		if len(pending) > 0 {
+			p.LPush(ctx, q.Pending(), pending...)
+		}
+		if len(scheduled) > 0 {
+			p.ZAdd(ctx, q.Scheduled(), scheduled...)
+		}
+		p.ZAdd(ctx, dueKey(shard), dueZ...)
+		return nil
+	})
+	if errors.Is(err, redis.TxFailedErr) {
+		return nil, true, nil // a key changed since it was read: commit.lua decides
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
+	}
+	var trim map[string]int
+	applied = make([]bool, len(plans))
+	for i := range plans {
+		applied[i] = true
+		pl := &plans[i]
+		for j := range pl.Runs {
+			r := &pl.Runs[j]
+			r.Written, r.Taken = true, false
+			if r.Status == model.RunSkipped {
+				s.ledger.count(r.Reason, 1)
+			}
+		}
+		if sizes[i] != nil && sizes[i].Val() > int64(s.cfg.RunHistory) {
+			if trim == nil {
+				trim = map[string]int{}
+			}
+			trim[pl.ID] = len(pl.Runs)
+		}
+	}
+	if len(trim) > 0 {
+		// As after commit.lua: a failed trim leaves a history longer than
+		// kept for a while, and the schedule's next commit asks again.
+		_ = s.trimHistories(ctx, shard, trim)
+	}
+	s.fastPages.Add(1)
+	return applied, false, nil
+}
+
+func stringsOfAny(v []any) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i], _ = x.(string)
+	}
+	return out
+}

@@ -88,8 +88,8 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 }
 
 // readDue reads the schedules ids of shard still due by until, with c: in
-// a MULTI/EXEC when multi, else in a plain pipeline (under a WATCH of
-// their hashes, which a MULTI's EXEC would end: TickDue).
+// a MULTI/EXEC when multi, else in a plain pipeline that first WATCHes
+// their hashes (c is then a Tx: TickDue; an EXEC would end the WATCH).
 func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until time.Time, ids []string, multi bool) ([]DueSchedule, error) {
 	zms := make([]any, 0, len(ids)+2)
 	zms = append(zms, "ZMSCORE", dueKey(shard))
@@ -99,6 +99,14 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 	var scores *redis.Cmd
 	hashes := make([]*redis.MapStringStringCmd, len(ids))
 	read := func(p redis.Pipeliner) error {
+		if !multi {
+			watch := make([]any, 0, len(ids)+1)
+			watch = append(watch, "WATCH")
+			for _, id := range ids {
+				watch = append(watch, scheduleKey(shard, id))
+			}
+			p.Do(ctx, watch...)
+		}
 		// ZMSCORE by Do: go-redis's ZMScore reads a missing member as 0,
 		// which would look due.
 		scores = p.Do(ctx, zms...)

@@ -74,5 +74,9 @@ func ExpectState(next, inflight, ver string) Expectation {
 	return Expectation{next: next, inflight: inflight, ver: ver}
 }
 
-// FastPages is how many pages TickDue committed in its fast path.
+// FastPages is how many chunks of a page TickDue committed in its fast
+// path.
 func (s *Store) FastPages() int64 { return s.fastPages.Load() }
+
+// FastChunk is how many schedules one WATCH of TickDue covers.
+const FastChunk = fastChunk

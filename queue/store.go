@@ -28,7 +28,7 @@ type Store struct {
 	defs        *defCache          // compiled definitions of due schedules
 	scriptFlags bool               // Redis refuses a writing script whole when full
 	ledger      *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
-	fastPages   atomic.Int64       // pages TickDue committed in its fast path (tests)
+	fastPages   atomic.Int64       // chunks TickDue committed in its fast path (tests)
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so

@@ -21,17 +21,17 @@ type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
 // TickDue reads a page of up to limit schedules of shard due by until,
 // has plan plan them, and commits the plans (Commit). It returns the page,
 // the plans (with Commit's marks) and which applied; none when nothing is
-// due.
+// due. plan is called once per chunk of the page (fastChunk schedules).
 //
-// Most pages take the fast path: the page's schedule hashes are read
-// under WATCH and, when every plan is plain (the schedule neither paused
-// nor held, nothing retired for a reason, no run's record, task or manual
+// Most chunks take the fast path: their schedule hashes are read under
+// WATCH and, when every plan is plain (the schedule neither paused nor
+// held, nothing retired for a reason, no run's record, task or manual
 // mark there yet), the plans are written by native commands in one
 // MULTI/EXEC that Redis runs only if none of those keys changed since it
 // was read. That is commit.lua's compare-and-set and its fresh-page check,
 // made by WATCH: the plans apply as the script would apply them, without
 // its Lua, which costs Redis more than the writes themselves
-// (docs/performance.md). Any other page, a transaction that WATCH
+// (docs/performance.md). Any other chunk, a transaction that WATCH
 // aborted, or REDIS_WAIT_REPLICAS set, goes through commit.lua, which
 // checks each plan again and decides each one alone.
 func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit int, plan PlanFunc) ([]DueSchedule, []Plan, []bool, error) {
@@ -52,10 +52,34 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 		}
 		return s.planAndCommit(ctx, shard, due, plan)
 	}
-	skeys := make([]string, len(ids))
-	for i, id := range ids {
-		skeys[i] = scheduleKey(shard, id)
+	var (
+		due     []DueSchedule
+		plans   []Plan
+		applied []bool
+	)
+	for len(ids) > 0 {
+		n := min(len(ids), fastChunk)
+		d, p, a, err := s.tickChunk(ctx, shard, until, ids[:n], plan)
+		due, plans, applied = append(due, d...), append(plans, p...), append(applied, a...)
+		if err != nil {
+			return due, plans, applied, err
+		}
+		ids = ids[n:]
 	}
+	return due, plans, applied, nil
+}
+
+// fastChunk is how many schedules one WATCH covers. Redis 7.0 looks
+// through a connection's watched keys for each key it is asked to watch,
+// so a WATCH of n keys costs it n²/2 comparisons: about 300k
+// instructions per run with a chunk of 312 schedules and their runs'
+// three keys each, 8k with 32 schedules and one key per run (callgrind,
+// BenchmarkColdBurstRedisCost). Smaller chunks cost round trips.
+const fastChunk = 32
+
+// tickChunk is TickDue for the schedules ids: read under WATCH, planned,
+// committed by the fast path or commit.lua.
+func (s *Store) tickChunk(ctx context.Context, shard int, until time.Time, ids []string, plan PlanFunc) ([]DueSchedule, []Plan, []bool, error) {
 	var (
 		due     []DueSchedule
 		plans   []Plan
@@ -63,7 +87,7 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 		slow    bool // the fast path does not fit: commit.lua after the WATCH ends
 		at      time.Time
 	)
-	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		var err error
 		if due, err = s.readDue(ctx, tx, shard, until, ids, false); err != nil || len(due) == 0 {
 			return err
@@ -77,7 +101,7 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 		}
 		applied, slow, err = s.commitFast(ctx, tx, shard, at, due, plans)
 		return err
-	}, skeys...)
+	})
 	if err != nil || !slow {
 		return due, plans, applied, err
 	}
@@ -126,18 +150,25 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		return nil, false, err
 	}
 	q := s.queue(shard).Keys()
-	runKeys := make([]any, 0, 16)
+	// WATCH the runs' records, and check that none of their records,
+	// tasks and manual marks exists. Every script that makes a run's
+	// task or mark in this shard (commit.lua, manual_run.lua,
+	// backfill.lua) makes its record in the same step, so watching the
+	// records alone (one key per run: see fastChunk) sees any of the
+	// three made between this check and the EXEC.
+	var watch, check []any
 	for i := range plans {
 		for j := range plans[i].Runs {
 			k := plans[i].Runs[j].Key
-			runKeys = append(runKeys, runKey(shard, k), q.Task(k), manualKeyPrefix(shard)+k)
+			watch = append(watch, runKey(shard, k))
+			check = append(check, runKey(shard, k), q.Task(k), manualKeyPrefix(shard)+k)
 		}
 	}
-	if len(runKeys) > 0 {
+	if len(check) > 0 {
 		var exists *redis.IntCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Do(ctx, append([]any{"WATCH"}, runKeys...)...)
-			exists = p.Exists(ctx, stringsOfAny(runKeys)...)
+			p.Do(ctx, append([]any{"WATCH"}, watch...)...)
+			exists = p.Exists(ctx, stringsOfAny(check)...)
 			return nil
 		}); err != nil {
 			return nil, false, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)

@@ -257,3 +257,56 @@ func TestTickDueFallsBackToCommitScript(t *testing.T) {
 		require.Equal(t, before, dumpDB(t, b.rdb))
 	})
 }
+
+// TestTickDueChunks: a page longer than a chunk is planned and committed
+// chunk by chunk, each by the fast path, and writes what commit.lua writes.
+func TestTickDueChunks(t *testing.T) {
+	t.Parallel()
+	r := queuetest.StartRedis(t)
+	ctx := context.Background()
+	T := methodNow
+	const n = 2*queue.FastChunk + 5
+	c := tickCase{seed: redisState{hashes: map[string]map[string]string{}, zsets: map[string]map[string]float64{queue.DueKey(tickShard): {}}},
+		plans: map[string]func(d queue.DueSchedule) queue.Plan{}}
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		c.seed.hashes[queue.ScheduleKey(tickShard, id)] = map[string]string{queue.SfCron: "* * * * *", queue.SfZone: "UTC", queue.SfVer: "1", queue.SfNext: msStr(T)}
+		c.seed.zsets[queue.DueKey(tickShard)][id] = float64(T.UnixMilli())
+		c.plans[id] = func(d queue.DueSchedule) queue.Plan {
+			p := d.Plan()
+			key := model.IdempotencyKey(d.ID, T)
+			p.Runs = []queue.PlannedRun{{Key: key, RunAt: T, FireAt: T, Status: model.RunEnqueued,
+				Task: queue.TaskPayload{IdempotencyKey: key, ScheduleID: d.ID, RunAt: T, FireAt: T, WorkflowID: "wf", Version: "1", Source: model.SourceSchedule}}}
+			p.NewNext, p.NewScore = T.Add(time.Minute), float64(T.Add(time.Minute).UnixMilli())
+			return p
+		}
+	}
+	calls := 0
+	planAll := func(due []queue.DueSchedule) ([]queue.Plan, time.Time, error) {
+		calls++
+		var out []queue.Plan
+		for _, d := range due {
+			out = append(out, c.plans[d.ID](d))
+		}
+		return out, methodNow, nil
+	}
+	fast := setupMethod(t, r, 8)
+	fast.seed(t, c.seed)
+	due, _, applied, err := fast.store.TickDue(ctx, tickShard, T, 500, planAll)
+	require.NoError(t, err)
+	require.Len(t, due, n)
+	require.Len(t, applied, n)
+	require.Equal(t, 3, calls, "one plan call per chunk")
+	require.EqualValues(t, 3, fast.store.FastPages())
+
+	slow := setupMethod(t, r, 9)
+	slow.seed(t, c.seed)
+	sdue, err := slow.store.ReadDue(ctx, tickShard, T, 500)
+	require.NoError(t, err)
+	splans, _, err := planAll(sdue)
+	require.NoError(t, err)
+	_, err = slow.store.Commit(ctx, tickShard, T, splans)
+	require.NoError(t, err)
+	require.Equal(t, dumpDB(t, slow.rdb), dumpDB(t, fast.rdb))
+	require.EqualValues(t, n, fast.rdb.LLen(ctx, fast.store.RunQueue(tickShard).Keys().Pending()).Val())
+}

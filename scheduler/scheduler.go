@@ -420,8 +420,8 @@ func (s *Scheduler) tick(ctx context.Context, shard int, valid func() bool) erro
 			at     time.Time
 		)
 		due, plans, applied, err := s.store.TickDue(ctx, shard, now, s.cfg.PageSize, func(due []queue.DueSchedule) ([]queue.Plan, time.Time, error) {
+			// Called once per chunk of the page: missed follows the plans.
 			plans := make([]queue.Plan, 0, len(due))
-			missed = make([]int, 0, len(due))
 			for _, d := range due {
 				p, m, err := s.planOne(d, now)
 				if err != nil {

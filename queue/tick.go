@@ -87,6 +87,15 @@ func (s *Store) tickChunk(ctx context.Context, shard int, until time.Time, ids [
 		slow    bool // the fast path does not fit: commit.lua after the WATCH ends
 		at      time.Time
 	)
+	// The read's pipeline WATCHes the hashes, one round trip fewer than
+	// Watch's own; a cluster client needs them to pick the node.
+	var keys []string
+	if _, ok := s.rdb.(*redis.ClusterClient); ok {
+		keys = make([]string, len(ids))
+		for i, id := range ids {
+			keys[i] = scheduleKey(shard, id)
+		}
+	}
 	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		var err error
 		if due, err = s.readDue(ctx, tx, shard, until, ids, false); err != nil || len(due) == 0 {
@@ -101,7 +110,7 @@ func (s *Store) tickChunk(ctx context.Context, shard int, until time.Time, ids [
 		}
 		applied, slow, err = s.commitFast(ctx, tx, shard, at, due, plans)
 		return err
-	})
+	}, keys...)
 	if err != nil || !slow {
 		return due, plans, applied, err
 	}

@@ -49,8 +49,8 @@ func (s *server) backfillSchedule(c echo.Context) error {
 	at := keep[*time.Time](&errs)
 	from, to := at(o.timestamp("from")), at(o.timestamp("to"))
 	dry := keep[*bool](&errs)(o.boolean("dry_run"))
-	// allow (the default) or skip; queue.RunBackfill says why any other
-	// is refused.
+	// allow (the default), skip or queue; queue.RunBackfill refuses any
+	// other.
 	policy := keep[string](&errs)(o.str("overlap_policy"))
 	now := s.store.Clock().Now()
 	for _, f := range []struct {
@@ -72,7 +72,7 @@ func (s *server) backfillSchedule(c echo.Context) error {
 		return err
 	}
 	b := queue.Backfill{ScheduleID: id, From: *from, To: *to, DryRun: dry != nil && *dry,
-		MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate, OverlapPolicy: model.OverlapPolicy(policy)}
+		MaxRuns: s.cfg.BackfillMaxRuns, Rate: s.cfg.BackfillRate, OverlapPolicy: model.OverlapPolicy(policy), RunTimeout: s.cfg.RunTimeout}
 	ctx := c.Request().Context()
 	res, err := s.store.RunBackfill(ctx, b)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-sched/chronos/api/auth"
 	"github.com/chronos-sched/chronos/model"
+	"github.com/chronos-sched/chronos/queue"
 )
 
 const (
@@ -125,6 +126,11 @@ type Config struct {
 	// BackfillRate is how many of a backfill's runs become runnable per
 	// second (BACKFILL_RATE). Default BackfillRateDefault (10).
 	BackfillRate int
+	// RunTimeout bounds how long a skip or queue backfill's run stays in
+	// flight without a final status before it is FAILED (run_timeout)
+	// and releases its schedule: the schedulers' RUN_TIMEOUT, read by the
+	// API too. Default queue.BackfillRunTimeoutDefault (1h).
+	RunTimeout time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -143,6 +149,7 @@ func (c *Config) WithDefaults() Config {
 	v.RateBurst = cmp.Or(v.RateBurst, RateBurstDefault)
 	v.BackfillMaxRuns = cmp.Or(v.BackfillMaxRuns, BackfillMaxRunsDefault)
 	v.BackfillRate = cmp.Or(v.BackfillRate, BackfillRateDefault)
+	v.RunTimeout = cmp.Or(v.RunTimeout, queue.BackfillRunTimeoutDefault)
 	v.AlarmMaxFailures = cmp.Or(v.AlarmMaxFailures, AlarmMaxFailuresDefault)
 	v.AlarmPayloadMaxBytes = cmp.Or(v.AlarmPayloadMaxBytes, AlarmPayloadMaxBytesDefault)
 	v.AlarmLabelMaxBytes = cmp.Or(v.AlarmLabelMaxBytes, AlarmLabelMaxBytesDefault)
@@ -175,6 +182,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: Config.BackfillMaxRuns must be positive, got %d", c.BackfillMaxRuns)
 	case c.BackfillRate < 1:
 		return fmt.Errorf("api: Config.BackfillRate must be positive, got %d", c.BackfillRate)
+	case c.RunTimeout < 0:
+		return fmt.Errorf("api: Config.RunTimeout must not be negative, got %s", c.RunTimeout)
 	case c.Auth == nil && !c.Open:
 		return errors.New("api: Config needs Auth (a token verifier) or Open (no authentication: chronos dev, --insecure)")
 	case c.Auth != nil && c.Open:

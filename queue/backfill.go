@@ -14,9 +14,9 @@ import (
 // scripts are bounded in the runs they carry).
 const backfillPage = 100
 
-// BackfillRunTimeoutDefault is how long a skip backfill's run may stay in
-// flight without a final status before the scheduler fails it
-// (run_timeout) and releases the schedule: RUN_TIMEOUT's default.
+// BackfillRunTimeoutDefault is how long a skip or queue backfill's run
+// may stay in flight without a final status before the scheduler fails
+// it (run_timeout) and releases the schedule: RUN_TIMEOUT's default.
 const BackfillRunTimeoutDefault = time.Hour
 
 // backfillTries bounds a backfill's retries when upserts keep changing
@@ -40,13 +40,15 @@ type Backfill struct {
 	// the i-th created run fires at now + i/Rate (BACKFILL_RATE).
 	Rate int
 	// OverlapPolicy is allow (or empty): every run of the range is
-	// created, whatever runs beside it; or skip: a run starts only while
-	// no run of the schedule is in flight, and becomes its run in flight,
-	// so at most one run of the range starts and the others are recorded
-	// SKIPPED (model.ReasonOverlap). queue is a *model.FieldError.
+	// created, whatever runs beside it; skip: a run starts only while no
+	// run of the schedule is in flight, and becomes its run in flight, so
+	// at most one run of the range starts and the others are recorded
+	// SKIPPED (model.ReasonOverlap); or queue: every run is created, and
+	// they start one after another, each when the schedule has no run in
+	// flight (the end of the one before starts it, in Redis).
 	OverlapPolicy model.OverlapPolicy
-	// RunTimeout bounds how long a skip backfill's run stays in flight
-	// without a final status; zero is BackfillRunTimeoutDefault.
+	// RunTimeout bounds how long a skip or queue backfill's run stays in
+	// flight without a final status; zero is BackfillRunTimeoutDefault.
 	RunTimeout time.Duration
 }
 
@@ -73,6 +75,12 @@ const (
 	BackfillSkipped BackfillOutcome = "skipped"
 	// BackfillWouldSkip: a dry run would record its run BackfillSkipped.
 	BackfillWouldSkip BackfillOutcome = "would_skip"
+	// BackfillQueued: under overlap_policy queue, its run was created and
+	// waits for the schedule's run in flight, and the runs queued before
+	// it, to end.
+	BackfillQueued BackfillOutcome = "queued"
+	// BackfillWouldQueue: a dry run would create its run BackfillQueued.
+	BackfillWouldQueue BackfillOutcome = "would_queue"
 )
 
 // BackfillRun is one planned time of a backfill.
@@ -81,7 +89,7 @@ type BackfillRun struct {
 	RunAt          time.Time       `json:"run_at"`
 	Outcome        BackfillOutcome `json:"outcome"`
 	// FireAt is when a created run becomes runnable (the rate spreads
-	// them); nil for the others.
+	// them); for a queued one, the earliest it starts; nil for the others.
 	FireAt *time.Time `json:"fire_at,omitempty"`
 	// Status and Source are the existing run's, for BackfillExists.
 	Status model.RunStatus `json:"status,omitempty"`
@@ -103,12 +111,9 @@ type BackfillResult struct {
 // (ErrConflict); an agent's alarm is ErrNotFound.
 func (s *Store) RunBackfill(ctx context.Context, b Backfill) (*BackfillResult, error) {
 	switch b.OverlapPolicy {
-	case "", model.OverlapAllow, model.OverlapSkip:
-	case model.OverlapQueue:
-		return nil, &model.FieldError{Field: "overlap_policy", Message: "a backfill supports allow and skip, not queue: " +
-			"chronos holds a run only behind its schedule's one run in flight, and queue would hold each backfill run behind the one before it"}
+	case "", model.OverlapAllow, model.OverlapSkip, model.OverlapQueue:
 	default:
-		return nil, &model.FieldError{Field: "overlap_policy", Message: fmt.Sprintf("unknown overlap policy %q (want allow or skip)", b.OverlapPolicy)}
+		return nil, &model.FieldError{Field: "overlap_policy", Message: fmt.Sprintf("unknown overlap policy %q (want allow, skip or queue)", b.OverlapPolicy)}
 	}
 	for range backfillTries {
 		res, err := s.backfill(ctx, b)
@@ -181,10 +186,17 @@ func (s *Store) backfill(ctx context.Context, b Backfill) (*BackfillResult, erro
 	// The runs to create get their fire times in order, Rate a second.
 	// Under skip at most one starts, now, and the others are recorded:
 	// each is sent with a task, in case the run that would start exists
-	// by now and the next one starts instead.
+	// by now and the next one starts instead. Under queue the first starts
+	// now if nothing is in flight, and each later one waits for the one
+	// before it to end, and for its own time: Rate a second, sub-second
+	// steps, so each has a time of its own and the chain keeps its order.
 	var todo []int
 	for i, r := range res.Runs {
 		switch {
+		case (r.Outcome == BackfillWouldCreate || r.Outcome == BackfillWouldQueue) && b.OverlapPolicy == model.OverlapQueue:
+			fire := now.Add(time.Duration(len(todo)) * time.Second / time.Duration(max(b.Rate, 1)))
+			res.Runs[i].FireAt = &fire
+			todo = append(todo, i)
 		case r.Outcome == BackfillWouldCreate && b.OverlapPolicy != model.OverlapSkip:
 			fire := now.Add(time.Duration(len(todo)/max(b.Rate, 1)) * time.Second)
 			res.Runs[i].FireAt = &fire
@@ -224,16 +236,21 @@ func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRe
 func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, b *Backfill, res *BackfillResult, page []int, dryRun bool) error {
 	q := s.queue(sh).Keys()
 	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
-		inflightKey(sh)}
-	dry, skip := "", ""
+		inflightKey(sh), backfillQueueKey(sh, rec.ID)}
+	dry, skip, queue := "", "", ""
 	if dryRun {
 		dry = flagSet
 	}
-	if b.OverlapPolicy == model.OverlapSkip {
+	switch b.OverlapPolicy {
+	case model.OverlapSkip:
 		skip = flagSet
+	case model.OverlapQueue:
+		queue = flagSet
 	}
-	deadline := now.Add(cmp.Or(b.RunTimeout, BackfillRunTimeoutDefault))
-	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory, dry, skip, ms(deadline), string(model.ReasonOverlap)}
+	timeout := cmp.Or(b.RunTimeout, BackfillRunTimeoutDefault)
+	deadline := now.Add(timeout)
+	args := []any{rec.ID, ver, ms(now), now.UnixNano(), s.cfg.RunHistory, dry, skip, ms(deadline), string(model.ReasonOverlap),
+		queue, timeout.Milliseconds()}
 	if len(keys) != backfillHeaderKeys || len(args) != backfillHeaderArgs {
 		return fmt.Errorf("backfill %s: %d keys and %d arguments, not the %d and %d backfill.lua reads",
 			rec.ID, len(keys), len(args), backfillHeaderKeys, backfillHeaderArgs)
@@ -283,6 +300,14 @@ func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRec
 					r.Outcome = BackfillWouldCreate
 				} else {
 					r.Outcome = BackfillCreated
+					res.Created++
+				}
+				continue
+			case runQueued:
+				if dryRun {
+					r.Outcome = BackfillWouldQueue
+				} else {
+					r.Outcome = BackfillQueued
 					res.Created++
 				}
 				continue

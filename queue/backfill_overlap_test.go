@@ -146,18 +146,18 @@ func TestBackfillSkipRunHoldsBackTheSchedule(t *testing.T) {
 	require.Empty(t, b.inflightOf(t, "own"))
 }
 
-// queue has no backfill form: a 400-class field error that says why, and
-// nothing written.
-func TestBackfillRefusesQueue(t *testing.T) {
+// An overlap policy chronos does not know is a 400-class field error
+// that lists the valid ones, and nothing is written.
+func TestBackfillRefusesAnUnknownOverlapPolicy(t *testing.T) {
 	t.Parallel()
 	b := bfSetup(t, nil)
 	b.hourly(t, "q")
 	_, err := b.store.RunBackfill(context.Background(), queue.Backfill{ScheduleID: "q", From: bfT0.Add(-2 * time.Hour), To: bfT0,
-		MaxRuns: 10, Rate: 1, OverlapPolicy: model.OverlapQueue})
+		MaxRuns: 10, Rate: 1, OverlapPolicy: "buffer_all"})
 	var fe *model.FieldError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "overlap_policy", fe.Field)
-	require.Contains(t, fe.Message, "not queue")
+	require.Contains(t, fe.Message, "want allow, skip or queue")
 	queuetest.RequireRuns(t, b.store, "q", "")
 }
 

@@ -311,7 +311,7 @@ func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, li
 		return nil, fmt.Errorf("expire in-flight runs of shard %d: %w", shard, err)
 	}
 	q := s.queue(shard).Keys()
-	keys := []string{dueKey(shard), inflightKey(shard), autoPausedKey(shard)}
+	keys := []string{dueKey(shard), inflightKey(shard), autoPausedKey(shard), q.Scheduled()}
 	args := []any{ms(now), reason, string(model.ReasonRunTimeout)}
 	for i, id := range ids {
 		v := reads[i].Val()
@@ -325,7 +325,7 @@ func (s *Store) ExpireInflight(ctx context.Context, shard int, now time.Time, li
 		if owner != "" {
 			akey = alarmsActiveKey(shard, owner)
 		}
-		keys = append(keys, skey, rkey, tkey, akey)
+		keys = append(keys, skey, rkey, tkey, akey, backfillQueueKey(shard, id))
 		args = append(args, id, inflight, owner)
 	}
 	res, err := expireInflightScript.Run(ctx, s.rdb, keys, args...).Slice()

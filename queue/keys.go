@@ -35,6 +35,12 @@ func historyKey(s int, id string) string  { return shardPrefix(s) + segRuns + id
 func deletedKey(s int, id string) string  { return shardPrefix(s) + segDeleted + id }
 func runKey(s int, key string) string     { return shardPrefix(s) + segRun + key }
 
+// backfillQueueKey is the zset of the runs a queue backfill chained
+// behind schedule id's run in flight (idempotency key -> the earliest
+// time it may start, ms), which release.lua starts one at a time. Only
+// Go builds it: the scripts get it in KEYS.
+func backfillQueueKey(s int, id string) string { return shardPrefix(s) + "bfq:" + id }
+
 // The owner's alarm index lives in the owner's shard (ShardOf the DID),
 // where its alarms are too.
 func alarmsKey(s int, owner string) string       { return shardPrefix(s) + segAlarms + owner }

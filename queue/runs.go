@@ -348,14 +348,15 @@ func (s *Store) reportStatusAnd(ctx context.Context, sh int, key, sid string, u 
 	owner := ""
 	var res []any
 	for try := 1; ; try++ {
-		skey := runKey(sh, key) // a declared key of the slot when there is no schedule
+		skey, bfq := runKey(sh, key), runKey(sh, key) // declared keys of the slot when there is no schedule
 		if sid != "" {
-			skey = scheduleKey(sh, sid)
+			skey, bfq = scheduleKey(sh, sid), backfillQueueKey(sh, sid)
 		}
 		// Through the batcher: the runs a launcher took together report
 		// together.
 		sc := statusScript
-		keys := []string{runKey(sh, key), dueKey(sh), inflightKey(sh), skey, alarmsActiveKey(sh, owner), autoPausedKey(sh)}
+		keys := []string{runKey(sh, key), dueKey(sh), inflightKey(sh), skey, alarmsActiveKey(sh, owner), autoPausedKey(sh),
+			bfq, s.queue(sh).Keys().Scheduled()}
 		args := []any{releasedChannel(sh), key, string(u.Status), u.RunID, u.Error, ms(s.clock.Now()), string(u.From), string(u.Release), failed,
 			string(u.Reason), sid, owner}
 		if done != nil {

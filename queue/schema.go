@@ -1,15 +1,12 @@
 package queue
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/chronos-sched/chronos/model"
 )
 
 // This file names every field of the hashes chronos keeps and every key
 // segment, once. Go uses the constants; the Lua scripts use locals of the
-// same names, which loadScript declares before each script (luaPrelude).
+// same names, which loadScript declares before each script that uses them.
 // So a field is spelled in one place, and a misspelt name fails in Go at
 // compile time and in Lua at once (an undefined local reads nil, and
 // TestScriptsSpellNoField rejects a bare literal). Names are short on
@@ -54,6 +51,10 @@ const (
 	sfHeld     = "held"     // "1" while a "queue" schedule waits for its run in flight
 	sfReleased = "rel"      // "1": next waited for a run that ended, so it is due however late
 	sfResumed  = "rs"       // last resumed, or its jitter changed; no run of next fires before it
+	// sfBackfillTimeout is the run timeout, ms, of the runs a queue
+	// backfill chained behind the run in flight (backfillQueueKey): the
+	// release that starts one gives it this deadline.
+	sfBackfillTimeout = "bqt"
 )
 
 // Fields of a schedule hash kept by auto-pause (autopause.lua) and pause.lua.
@@ -84,10 +85,11 @@ const (
 	runTaken         = "t" // a manual run or a live task holds the key: not written (backfill.lua), or written SKIPPED, reasonManualKeyTaken (commit.lua)
 	runBeforeHistory = "h" // not written: older than the oldest record of a full history
 	runOverlapped    = "o" // backfill.lua, overlap_policy skip: recorded SKIPPED, another run of the schedule in flight
+	runQueued        = "q" // backfill.lua, overlap_policy queue: written, its task parked until the run before it ends
 
-	backfillHeaderKeys = 7
+	backfillHeaderKeys = 8
 	backfillRunKeys    = 3
-	backfillHeaderArgs = 9
+	backfillHeaderArgs = 11
 	backfillRunArgs    = 5
 )
 
@@ -125,6 +127,10 @@ const (
 	taskActive    = "active"
 	taskPending   = "pending"   // runnable, in the queue's pending list
 	taskScheduled = "scheduled" // waiting for its time in the scheduled set
+	// taskParked is the scheduled set's score (Unix seconds, 9999-12-31)
+	// of a queue backfill's task that waits for the run before it: asynq
+	// never forwards it; release.lua moves it to now when its turn comes.
+	taskParked = 253402300799
 )
 
 // Fields of a run hash (chronos:{sNN}:run:<idempotency key>). Times are
@@ -301,12 +307,12 @@ var luaNames = []struct {
 	{"sfEndAt", sfEndAt}, {"sfJitter", sfJitter}, {"sfOverlap", sfOverlap}, {"sfCatchup", sfCatchup}, {"sfDST", sfDST},
 	{"sfAnchor", sfAnchor}, {"sfCreated", sfCreated}, {"sfUpdated", sfUpdated},
 	{"sfTiming", sfTiming}, {"sfVer", sfVer}, {"sfNext", sfNext}, {"sfPaused", sfPaused},
-	{"sfInflight", sfInflight}, {"sfHeld", sfHeld}, {"sfReleased", sfReleased}, {"sfResumed", sfResumed},
+	{"sfInflight", sfInflight}, {"sfHeld", sfHeld}, {"sfReleased", sfReleased}, {"sfResumed", sfResumed}, {"sfBackfillTimeout", sfBackfillTimeout},
 	{"afLabel", afLabel}, {"afConversation", afConversation}, {"afWakeMessage", afWakeMessage},
 	{"afPayload", afPayload}, {"afIdempotency", afIdempotency}, {"afMaxFailures", afMaxFailures},
 	{"afStatus", afStatus}, {"afFailures", afFailures}, {"afLastErr", afLastErr}, {"afLastFired", afLastFired},
 	{"alarmActive", alarmActive}, {"alarmFired", alarmFired}, {"alarmCancelled", alarmCancelled},
-	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"kindOnce", kindOnce}, {"taskState", taskState}, {"taskActive", taskActive}, {"taskPending", taskPending}, {"taskScheduled", taskScheduled},
+	{"alarmFailed", alarmFailed}, {"targetWake", targetWake}, {"kindOnce", kindOnce}, {"taskState", taskState}, {"taskActive", taskActive}, {"taskPending", taskPending}, {"taskScheduled", taskScheduled}, {"taskParked", taskParked},
 	{"rfSchedule", rfSchedule}, {"rfRunAt", rfRunAt}, {"rfFireAt", rfFireAt}, {"rfStatus", rfStatus},
 	{"rfRunID", rfRunID}, {"rfEnqueued", rfEnqueued}, {"rfCreated", rfCreated}, {"rfUpdated", rfUpdated},
 	{"rfError", rfError}, {"rfSource", rfSource}, {"rfAttempts", rfAttempts}, {"rfRetryAt", rfRetryAt},
@@ -340,23 +346,6 @@ var luaNames = []struct {
 	{"pausedFailures", pausedFailures}, {"segAutoPaused", segAutoPaused}, {"srcBackfill", srcBackfill},
 	{"backfillNotFound", backfillNotFound}, {"backfillStale", backfillStale}, {"backfillPaused", backfillPaused},
 	{"replayKept", replayKept}, {"replayForgotten", replayForgotten},
-	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"runOverlapped", runOverlapped}, {"backfillHeaderKeys", backfillHeaderKeys},
+	{"runTaken", runTaken}, {"runBeforeHistory", runBeforeHistory}, {"runOverlapped", runOverlapped}, {"runQueued", runQueued}, {"backfillHeaderKeys", backfillHeaderKeys},
 	{"backfillRunKeys", backfillRunKeys}, {"backfillHeaderArgs", backfillHeaderArgs}, {"backfillRunArgs", backfillRunArgs},
 }
-
-// luaPrelude declares luaNames as Lua locals.
-var luaPrelude = func() string {
-	var b strings.Builder
-	b.WriteString("-- Generated from queue/schema.go by loadScript.\n")
-	for _, n := range luaNames {
-		switch v := n.value.(type) {
-		case string:
-			fmt.Fprintf(&b, "local %s = '%s'\n", n.name, v)
-		case int:
-			fmt.Fprintf(&b, "local %s = %d\n", n.name, v)
-		default:
-			panic(fmt.Sprintf("queue: Lua constant %s has type %T", n.name, v))
-		}
-	}
-	return b.String()
-}()

@@ -222,11 +222,22 @@ func TestJoinScriptKeepsShebangFirst(t *testing.T) {
 	src := joinScript([]byte("#!lua flags=no-writes\nreturn 1\n"), []byte("local function lib() end"))
 	first, rest, _ := strings.Cut(src, "\n")
 	require.Equal(t, "#!lua flags=no-writes", first)
-	require.True(t, strings.HasPrefix(rest, luaPrelude), "the prelude follows the shebang")
+	require.True(t, strings.HasPrefix(rest, preludeHeader), "the prelude follows the shebang")
 	require.Less(t, strings.Index(src, "local function lib"), strings.Index(src, "return 1"), "libraries come before the script")
 
 	src = joinScript([]byte("return 1\n"))
-	require.True(t, strings.HasPrefix(src, luaPrelude), "without a shebang the prelude comes first")
+	require.True(t, strings.HasPrefix(src, preludeHeader), "without a shebang the prelude comes first")
+}
+
+// A script's prelude declares the names of schema.go it and its
+// libraries use, and no other: Lua bounds a function's locals.
+func TestJoinScriptDeclaresTheNamesUsed(t *testing.T) {
+	t.Parallel()
+	src := joinScript([]byte("return stEnqueued\n"), []byte("local function lib() return sfNext end"))
+	require.Contains(t, src, "local stEnqueued = '"+stEnqueued+"'\n")
+	require.Contains(t, src, "local sfNext = '"+sfNext+"'\n")
+	require.NotContains(t, src, "local stFailed =")
+	require.Less(t, strings.Count(src, "\nlocal "), 4)
 }
 
 // TestScriptsReadNoClock: now is an argument of every script (STYLE rule

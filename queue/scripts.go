@@ -3,6 +3,8 @@ package queue
 import (
 	"bytes"
 	"embed"
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -68,7 +70,8 @@ type loaded struct {
 	runsWhenFull bool
 }
 
-// joinScript puts luaPrelude (the names of schema.go), then the
+// joinScript puts the prelude (the names of schema.go the script and its
+// libraries use, scriptPrelude), then the
 // libraries, before the script main. A shebang line of main
 // (#!lua flags=...), which Redis reads only as a script's first line,
 // stays first.
@@ -80,11 +83,13 @@ func joinScript(main []byte, libs ...[]byte) string {
 		b.WriteByte('\n')
 		main = rest
 	}
-	b.WriteString(luaPrelude)
+	var code strings.Builder
 	for _, l := range append(libs, main) {
-		b.Write(l)
-		b.WriteByte('\n')
+		code.Write(l)
+		code.WriteByte('\n')
 	}
+	b.WriteString(scriptPrelude(code.String()))
+	b.WriteString(code.String())
 	return b.String()
 }
 
@@ -132,3 +137,48 @@ var (
 	alarmPruneScript     = loadScript("alarm_prune")
 	alarmCancelScript    = loadScript("alarm_cancel")
 )
+
+// luaPrelude declares luaNames as Lua locals: every name, the prelude
+// of a script that uses them all. loadScript declares only the names a
+// script uses (scriptPrelude).
+var luaPrelude = prelude(func(string) bool { return true })
+
+// preludeHeader opens every prelude: queuetest.KeyGuard knows chronos's
+// scripts by it.
+const preludeHeader = "-- Generated from queue/schema.go by loadScript.\n"
+
+// prelude declares the luaNames that use says a script uses.
+func prelude(use func(name string) bool) string {
+	var b strings.Builder
+	b.WriteString(preludeHeader)
+	for _, n := range luaNames {
+		if !use(n.name) {
+			continue
+		}
+		switch v := n.value.(type) {
+		case string:
+			fmt.Fprintf(&b, "local %s = '%s'\n", n.name, v)
+		case int:
+			fmt.Fprintf(&b, "local %s = %d\n", n.name, v)
+		default:
+			panic(fmt.Sprintf("queue: Lua constant %s has type %T", n.name, v))
+		}
+	}
+	return b.String()
+}
+
+// luaIdent matches a Lua name.
+var luaIdent = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// scriptPrelude declares the luaNames that code (a script with its
+// libraries) names. Lua bounds a function's locals (200, and miniredis's
+// Lua its registers sooner), and the top level of a script is one
+// function: declaring every constant of schema.go there left a script
+// little room for its own.
+func scriptPrelude(code string) string {
+	used := map[string]bool{}
+	for _, id := range luaIdent.FindAllString(code, -1) {
+		used[id] = true
+	}
+	return prelude(func(name string) bool { return used[name] })
+}

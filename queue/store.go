@@ -309,7 +309,8 @@ func (s *Store) setPaused(ctx context.Context, id string, c PauseChange) (int, e
 		}
 	}
 	q := s.queue(sh).Keys()
-	keys := []string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled()}
+	keys := []string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), q.Pending(), q.Scheduled(),
+		backfillQueueKey(sh, id)}
 	args := []any{id, boolArg(paused), nextMS, score, h[sfVer], ms(now), "", "", cut(c.Note, model.MaxRunErrorLen), replay}
 	if paused {
 		keys, args = withHistory(sh, q, keys, args, runs.Val())
@@ -338,7 +339,8 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 			return fmt.Errorf("delete schedule %s: %w", id, err)
 		}
 		keys, args := withHistory(sh, q,
-			[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled()},
+			[]string{scheduleKey(sh, id), dueKey(sh), inflightKey(sh), historyKey(sh, id), deletedKey(sh, id), q.Pending(), q.Scheduled(),
+				backfillQueueKey(sh, id)},
 			[]any{id, "", int64(s.cfg.RunRetention / time.Second), nonce, ms(s.clock.Now()), ""}, runs)
 		if v, err = deleteScript.Run(ctx, s.rdb, keys, args...).Result(); err != nil {
 			return fmt.Errorf("delete schedule %s: %w", id, err)

@@ -13,7 +13,7 @@ type ScheduleBackfillCmd struct {
 	apiConn
 	From    string `name:"from" required:"" help:"Start of the range, RFC 3339 (inclusive)."`
 	To      string `name:"to" required:"" help:"End of the range, RFC 3339, in the past."`
-	Overlap string `name:"overlap" help:"overlap_policy of the backfill's runs: allow (the default: every run) or skip (one run, none while another is in flight)."`
+	Overlap string `name:"overlap-policy" aliases:"overlap" enum:",allow,skip,queue" default:"" help:"overlap_policy of the backfill's runs: allow (the default: every run at once), skip (one run, none while another is in flight) or queue (every run, one after another, each when the schedule has none in flight)."`
 	DryRun  bool   `name:"dry-run" help:"List what would run; create nothing."`
 }
 
@@ -68,18 +68,33 @@ func (c *ScheduleBackfillCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
+	queued := 0
+	for _, r := range res.Runs {
+		if r.Outcome == "queued" || r.Outcome == "would_queue" {
+			queued++
+		}
+	}
 	if res.DryRun {
-		would := 0
+		would := queued
 		for _, r := range res.Runs {
 			if r.Outcome == "would_create" {
 				would++
 			}
 		}
-		_, err = fmt.Fprintf(env.Stdout, "Dry run: %d of %d planned runs would be created.\n", would, len(res.Runs))
+		_, err = fmt.Fprintf(env.Stdout, "Dry run: %d of %d planned runs would be created%s.\n", would, len(res.Runs), queuedNote(queued, "would wait"))
 		return err
 	}
-	_, err = fmt.Fprintf(env.Stdout, "%d of %d planned runs created.\n", res.Created, len(res.Runs))
+	_, err = fmt.Fprintf(env.Stdout, "%d of %d planned runs created%s.\n", res.Created, len(res.Runs), queuedNote(queued, "wait"))
 	return err
+}
+
+// queuedNote says how many of the created runs wait for the run before
+// them (overlap_policy queue): "" when none.
+func queuedNote(n int, verb string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d of them %s for the run before to end (overlap_policy queue)", n, verb)
 }
 
 // scheduleZone is the zone of schedule id, "" when it cannot be read.

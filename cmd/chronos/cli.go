@@ -69,6 +69,8 @@ type Common struct {
 	RedisWaitReplicas int           `name:"redis-wait-replicas" env:"REDIS_WAIT_REPLICAS" default:"0" help:"After each commit of planned runs, wait (Redis WAIT) until this many replicas have it, so a failover keeps it; 0 for no wait. A commit not acknowledged within REDIS_WAIT_TIMEOUT fails the tick, and stands on the master. Read by schedulers."`
 	RedisWaitTimeout  time.Duration `name:"redis-wait-timeout" env:"REDIS_WAIT_TIMEOUT" default:"500ms" help:"How long a commit waits for REDIS_WAIT_REPLICAS replicas."`
 
+	RunTimeout time.Duration `name:"run-timeout" env:"RUN_TIMEOUT" default:"1h" help:"A skip/queue schedule's run in flight (its own, or a skip/queue backfill's) this long without a final status is marked FAILED, releasing the schedule. Read by schedulers, and by the API for the backfill runs it puts in flight."`
+
 	TaskTimeout time.Duration `name:"task-timeout" env:"TASK_TIMEOUT" default:"5m" help:"asynq cancels a launch attempt after this; must exceed EXECUTOR_TIMEOUT. Read where runs are enqueued (schedulers; the API for manual runs), and checked by launchers."`
 }
 
@@ -77,7 +79,6 @@ type SchedulerOpts struct {
 	TickMS            int64         `name:"tick-ms" env:"TICK_MS" default:"1000" help:"Period of each shard's tick."`
 	MaxCatchupPerTick int           `name:"max-catchup-per-tick" env:"MAX_CATCHUP_PER_TICK" default:"100" help:"Most runs one schedule emits per tick (bounds catch-up after downtime), at most 1000."`
 	LeaseTTL          time.Duration `name:"lease-ttl" env:"LEASE_TTL" default:"5s" help:"Shard lease lifetime: a dead replica's shards move within it."`
-	RunTimeout        time.Duration `name:"run-timeout" env:"RUN_TIMEOUT" default:"1h" help:"A skip/queue schedule's run in flight this long without a final status is marked FAILED, releasing the schedule."`
 	MisfireGraceMS    int64         `name:"misfire-grace-ms" env:"MISFIRE_GRACE_MS" default:"10000" help:"A run found later than this is 'missed' and follows the catch-up policy; must exceed LEASE_TTL*4/3 + TICK_MS (a shard takeover)."`
 }
 

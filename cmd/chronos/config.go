@@ -112,12 +112,12 @@ func storeConfig(c Common) *queue.Config {
 	}
 }
 
-func schedulerConfig(o *SchedulerOpts) *scheduler.Config {
+func schedulerConfig(c Common, o *SchedulerOpts) *scheduler.Config {
 	return &scheduler.Config{
 		TickInterval:      time.Duration(o.TickMS) * time.Millisecond,
 		MaxCatchupPerTick: o.MaxCatchupPerTick,
 		LeaseTTL:          o.LeaseTTL,
-		RunTimeout:        o.RunTimeout,
+		RunTimeout:        c.RunTimeout,
 		MisfireGrace:      time.Duration(o.MisfireGraceMS) * time.Millisecond,
 	}
 }
@@ -132,7 +132,7 @@ func launcherConfig(o *LauncherOpts, ex launcher.Executor) *launcher.Config {
 	}
 }
 
-func apiConfig(o *APIOpts) *api.Config {
+func apiConfig(c Common, o *APIOpts) *api.Config {
 	return &api.Config{
 		DefaultOverlapPolicy: model.OverlapPolicy(o.DefaultOverlapPolicy),
 		DefaultCatchupPolicy: model.CatchupPolicy(o.DefaultCatchupPolicy),
@@ -146,6 +146,7 @@ func apiConfig(o *APIOpts) *api.Config {
 		AlarmWakeMessageMaxBytes: o.AlarmWakeMessageMaxBytes,
 		BackfillMaxRuns:          o.BackfillMaxRuns,
 		BackfillRate:             o.BackfillRate,
+		RunTimeout:               c.RunTimeout,
 	}
 }
 

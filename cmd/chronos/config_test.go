@@ -29,14 +29,14 @@ func TestEveryFieldTheBinarySetsIsNamed(t *testing.T) {
 	}
 	// Settings all set, to non-zero values.
 	common := Common{Shards: 1, LookaheadMS: 1, RunHistory: 1, TaskRetention: time.Hour, Queue: "q", TaskMaxRetry: 1, TaskTimeout: time.Minute,
-		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1, RedisWaitReplicas: 1, RedisWaitTimeout: time.Second}
-	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, RunTimeout: time.Second, MisfireGraceMS: 1}
+		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1, RedisWaitReplicas: 1, RedisWaitTimeout: time.Second, RunTimeout: time.Second}
+	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, MisfireGraceMS: 1}
 	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second}
 	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1,
 		AlarmMaxFailures: 1, AlarmPayloadMaxBytes: 1, AlarmLabelMaxBytes: 1, AlarmWakeMessageMaxBytes: 1,
 		BackfillMaxRuns: 1, BackfillRate: 1}
 	set := map[string]bool{}
-	for _, cfg := range []any{storeConfig(common), schedulerConfig(&sched), launcherConfig(&launch, launcher.LogExecutor{}), apiConfig(&apiOpts)} {
+	for _, cfg := range []any{storeConfig(common), schedulerConfig(common, &sched), launcherConfig(&launch, launcher.LogExecutor{}), apiConfig(common, &apiOpts)} {
 		v := reflect.ValueOf(cfg).Elem()
 		for i := range v.NumField() {
 			if !v.Field(i).IsZero() {
@@ -65,8 +65,8 @@ func TestAPackagesErrorNamesTheSetting(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	store, err := queue.NewStore(context.Background(), rdb, queue.NewSimClock(time.Now()), nil)
 	require.NoError(t, err)
-	sched := SchedulerOpts{TickMS: 1000, MaxCatchupPerTick: 100, LeaseTTL: 5 * time.Second, RunTimeout: time.Hour, MisfireGraceMS: 5000}
-	_, _, err = newParts(store, processSpec{sched: &sched}, slog.New(slog.DiscardHandler), nil)
+	sched := SchedulerOpts{TickMS: 1000, MaxCatchupPerTick: 100, LeaseTTL: 5 * time.Second, MisfireGraceMS: 5000}
+	_, _, err = newParts(store, processSpec{common: Common{RunTimeout: time.Hour}, sched: &sched}, slog.New(slog.DiscardHandler), nil)
 	require.ErrorContains(t, err, "scheduler: MISFIRE_GRACE_MS (5s) must exceed")
 	require.ErrorContains(t, err, "(LEASE_TTL + LEASE_TTL/3 + TICK_MS = 7.667s)")
 	require.NotContains(t, err.Error(), "Config.")

@@ -218,7 +218,7 @@ func newHandler(store *queue.Store, rdb redis.UniversalClient, p processSpec, ac
 	var e *echo.Echo
 	var err error
 	if p.api != nil {
-		cfg := apiConfig(p.api)
+		cfg := apiConfig(p.common, p.api)
 		cfg.Stopping = stopping
 		acc.apiConfig(cfg, p.common.AuthOpts)
 		if e, err = api.New(store, cfg, logger, reg); err != nil {
@@ -249,7 +249,7 @@ func newParts(store *queue.Store, p processSpec, logger *slog.Logger, reg promet
 	var launch *launcher.Launcher
 	var err error
 	if p.sched != nil {
-		if sched, err = scheduler.New(store, schedulerConfig(p.sched), logger.With("component", "scheduler"), reg); err != nil {
+		if sched, err = scheduler.New(store, schedulerConfig(p.common, p.sched), logger.With("component", "scheduler"), reg); err != nil {
 			return nil, nil, inSettings(err)
 		}
 	}
@@ -444,7 +444,7 @@ func (p processSpec) validateNumbers() error {
 		positive("SHARDS", c.Shards), positive("RUN_HISTORY", c.RunHistory), positive("TASK_RETENTION", c.TaskRetention),
 		positive("TASK_TIMEOUT", c.TaskTimeout), positive("MAX_CONNS", c.MaxConns),
 		positive("WORKFLOW_MAX_BYTES", c.WorkflowMaxBytes), positive("WORKFLOW_MAX_VERSIONS", c.WorkflowMaxVersions),
-		positive("ALARM_MAX_ACTIVE", c.AlarmMaxActive),
+		positive("ALARM_MAX_ACTIVE", c.AlarmMaxActive), positive("RUN_TIMEOUT", c.RunTimeout),
 	}
 	if a := p.api; a != nil {
 		errs = append(errs, positive("ALARM_MAX_FAILURES", a.AlarmMaxFailures), positive("ALARM_PAYLOAD_MAX_BYTES", a.AlarmPayloadMaxBytes),
@@ -458,7 +458,7 @@ func (p processSpec) validateNumbers() error {
 	}
 	if s := p.sched; s != nil {
 		errs = append(errs, positive("TICK_MS", s.TickMS), positive("MAX_CATCHUP_PER_TICK", s.MaxCatchupPerTick),
-			positive("LEASE_TTL", s.LeaseTTL), positive("RUN_TIMEOUT", s.RunTimeout), positive("MISFIRE_GRACE_MS", s.MisfireGraceMS))
+			positive("LEASE_TTL", s.LeaseTTL), positive("MISFIRE_GRACE_MS", s.MisfireGraceMS))
 	}
 	if l := p.launch; l != nil {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),

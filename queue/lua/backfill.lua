@@ -17,6 +17,11 @@
 -- expire_inflight.lua) as they release its own runs, and the rest are
 -- recorded SKIPPED, reason overlap, naming the run in flight: in a
 -- backfill every run of the range is due at once.
+-- Under overlap_policy queue the first run it writes starts as under
+-- skip when no run is in flight; every other one is written with its
+-- task parked (taskParked) and chained behind the run in flight
+-- (KEYS[8], in the order written, after the runs chained before): the
+-- release of each run in flight starts the next (release.lua).
 -- KEYS[1] -> schedule hash
 -- KEYS[2] -> run history zset of the schedule
 -- KEYS[3] -> asynq:{<queue>}:pending
@@ -24,6 +29,7 @@
 -- KEYS[5] -> asynq:{<queue>}:archived
 -- KEYS[6] -> asynq:{<queue>}:completed
 -- KEYS[7] -> in-flight zset of the shard
+-- KEYS[8] -> the schedule's queue backfill chain (backfillQueueKey)
 -- then per run (backfillRunKeys): its run hash, its asynq task hash, its
 --   manual mark (chronos:{sNN}:manual:<key>)
 -- ARGV[1] -> schedule id
@@ -35,20 +41,23 @@
 -- ARGV[7] -> flagSet: overlap_policy skip; "" for allow
 -- ARGV[8] -> under skip, the deadline of the run put in flight, ms
 -- ARGV[9] -> under skip, the reason of a run skipped (model.ReasonOverlap)
+-- ARGV[10] -> flagSet: overlap_policy queue; "" otherwise
+-- ARGV[11] -> under queue, the run timeout of a chained run, ms
 -- then per run (backfillRunArgs): idempotency key, run_at ms, fire_at ms,
 --   asynq message, process_at unix s ("0" = now); a dry run reads only
 --   the key and run_at
 -- Output: backfillNotFound, backfillStale or backfillPaused; else a
 -- table: a string of one mark per run, runWritten (written, or in a dry
 -- run would be), runKept (its record exists), runTaken,
--- runBeforeHistory or runOverlapped (recorded SKIPPED, or in a dry run
--- would be); then per run its record's status and source ("" and
+-- runBeforeHistory, runOverlapped (recorded SKIPPED, or in a dry run
+-- would be) or runQueued (written and chained, or in a dry run would
+-- be); then per run its record's status and source ("" and
 -- "" when it had none). The history is trimmed by commit.lua.
 -- The body is a function: its locals do not add to the prelude's at the
 -- top level, which Lua bounds (200), and miniredis's Lua sooner.
 local function backfill()
   local id, ver, now, nowNS, keep, dry = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6] == flagSet
-  local skip, deadline, skipWhy = ARGV[7] == flagSet, ARGV[8], ARGV[9]
+  local skip, deadline, skipWhy, queue, timeout = ARGV[7] == flagSet, ARGV[8], ARGV[9], ARGV[10] == flagSet, ARGV[11]
   local s = redis.call('HMGET', KEYS[1], sfVer, sfPaused, sfTarget, sfInflight)
   if not s[1] or s[3] == targetWake then
     return backfillNotFound
@@ -66,8 +75,16 @@ local function backfill()
     local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     horizon = tonumber(oldest[2])
   end
-  -- Under skip, the run in flight that the runs to write are skipped for.
-  local blocker = skip and s[4] or nil
+  -- Under skip, the run in flight that the runs to write are skipped
+  -- for; under queue, the one they wait behind.
+  local blocker = (skip or queue) and s[4] or nil
+  -- Under queue, the earliest start of the chain's last run: a run
+  -- chained now starts after it.
+  local last = nil
+  if queue then
+    local tail = redis.call('ZRANGE', KEYS[8], -1, -1, 'WITHSCORES')
+    last = tonumber(tail[2] or '0')
+  end
   local marks, out = {}, {''}
   local nruns = (#ARGV - backfillHeaderArgs) / backfillRunArgs
   for r = 0, nruns - 1 do
@@ -83,6 +100,17 @@ local function backfill()
       mark = runBeforeHistory
     elseif run_key_taken(mkey, tkey) then
       mark = runTaken
+    elseif blocker and queue then
+      mark = runQueued
+      if not dry then
+        local earliest = math.max(tonumber(fire), last + 1)
+        last = earliest
+        run_create(rkey, id, at, earliest, stEnqueued, now, srcBackfill, nil)
+        enqueue_task(tkey, key, msg, taskParked, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+        redis.call('ZADD', KEYS[2], at, key)
+        redis.call('ZADD', KEYS[8], earliest, key)
+        redis.call('HSET', KEYS[1], sfBackfillTimeout, timeout)
+      end
     elseif blocker then
       mark = runOverlapped
       if not dry then
@@ -95,12 +123,12 @@ local function backfill()
         run_create(rkey, id, at, fire, stEnqueued, now, srcBackfill, nil)
         enqueue_task(tkey, key, msg, processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         redis.call('ZADD', KEYS[2], at, key)
-        if skip then
+        if skip or queue then
           redis.call('HSET', KEYS[1], sfInflight, key)
           redis.call('ZADD', KEYS[7], deadline, id)
         end
       end
-      if skip then
+      if skip or queue then
         blocker = key
       end
     end

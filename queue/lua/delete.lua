@@ -8,7 +8,8 @@
 -- KEYS[5] -> the schedule's deletion mark
 -- KEYS[6] -> asynq:{<queue>}:pending
 -- KEYS[7] -> asynq:{<queue>}:scheduled
--- KEYS[6+2i], KEYS[7+2i] -> the run hash and asynq task hash of ARGV[7+i],
+-- KEYS[8] -> the schedule's queue backfill chain (release.lua), ended
+-- KEYS[7+2i], KEYS[8+2i] -> the run hash and asynq task hash of ARGV[7+i],
 --            the i-th member of the history as the caller read it
 -- ARGV[1] -> schedule id
 -- ARGV[2] -> unused (was the run key prefix: every key comes in KEYS)
@@ -29,7 +30,7 @@ local id, retention, nonce, now = ARGV[1], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return deleteNotFound
 end
-local runs = run_history_keys(KEYS[4], 8, tonumber(ARGV[7] or '0'), 8, 2)
+local runs = run_history_keys(KEYS[4], 8, tonumber(ARGV[7] or '0'), 9, 2)
 if not runs then
   if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('GET', KEYS[5]) == nonce then
     return deleteDone
@@ -45,6 +46,7 @@ end
 redis.call('SET', KEYS[5], nonce, 'EX', 60)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
+redis.call('DEL', KEYS[8])
 local _, skipped = settle_runs(KEYS[4], id, runs, KEYS[6], KEYS[7], now, 'schedule deleted before the run started', reasonDeleted)
 for _, k in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   redis.call('EXPIRE', runs[k].run, retention)

@@ -9,10 +9,12 @@
 -- KEYS[1] -> due zset
 -- KEYS[2] -> in-flight zset
 -- KEYS[3] -> the shard's auto-pause counter (autopause.lua)
--- KEYS[4i], KEYS[4i+1], KEYS[4i+2], KEYS[4i+3] (i from 1) -> the i-th
---            schedule's hash, the hash of its run in flight, that run's
---            asynq task hash and the owner's active set (the schedule
---            hash again for each of the last three it has not)
+-- KEYS[4] -> asynq:{<queue>}:scheduled of the shard's queue
+-- KEYS[5i], KEYS[5i+1], KEYS[5i+2], KEYS[5i+3], KEYS[5i+4] (i from 1) ->
+--            the i-th schedule's hash, the hash of its run in flight,
+--            that run's asynq task hash, the owner's active set (the
+--            schedule hash again for each of these three it has not) and
+--            its queue backfill chain (release.lua)
 -- ARGV[1] -> now, ms
 -- ARGV[2] -> error to record
 -- ARGV[3] -> reason to record (model.ReasonRunTimeout)
@@ -25,7 +27,7 @@ local now, errText, rsn = ARGV[1], ARGV[2], ARGV[3]
 local out, paused = {}, {}
 for i = 1, (#ARGV - 3) / 3 do
   local id, read, owner = ARGV[3 * i + 1], ARGV[3 * i + 2], ARGV[3 * i + 3]
-  local skey, rkey, tkey, akey = KEYS[4 * i], KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3]
+  local skey, rkey, tkey, akey, bfq = KEYS[5 * i], KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4]
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   local inflight = redis.call('HGET', skey, sfInflight) or ''
   if deadline and tonumber(deadline) <= tonumber(now) and inflight == read and
@@ -43,7 +45,7 @@ for i = 1, (#ARGV - 3) / 3 do
       -- One a launcher holds (run_launching) was being started, as one
       -- retried is.
       local launching = run_launching(st, tkey)
-      release(skey, id, KEYS[1], KEYS[2], ran(st, false, run_attempts(rkey), launching), now)
+      release(skey, id, KEYS[1], KEYS[2], ran(st, false, run_attempts(rkey), launching), now, bfq, KEYS[4])
     else
       redis.call('ZREM', KEYS[2], id) -- a stale member: nothing in flight
     end

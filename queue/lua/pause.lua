@@ -8,7 +8,9 @@
 -- KEYS[4] -> run history zset of the schedule
 -- KEYS[5] -> asynq:{<queue>}:pending
 -- KEYS[6] -> asynq:{<queue>}:scheduled
--- KEYS[5+2i], KEYS[6+2i] -> on pause: the run hash and asynq task hash of
+-- KEYS[7] -> the schedule's queue backfill chain (release.lua): a pause
+--            settles its runs and ends it
+-- KEYS[6+2i], KEYS[7+2i] -> on pause: the run hash and asynq task hash of
 --            ARGV[11+i], the i-th member of the history as the caller read
 --            it
 -- ARGV[1] -> schedule id
@@ -40,7 +42,7 @@ end
 local st = redis.call('HMGET', KEYS[1], sfPaused, sfHeld, sfVer)
 if pause then
   if st[1] then return pauseSame end
-  local runs = run_history_keys(KEYS[4], 12, tonumber(ARGV[11] or '0'), 7, 2)
+  local runs = run_history_keys(KEYS[4], 12, tonumber(ARGV[11] or '0'), 8, 2)
   if not runs then return pauseStale end
   redis.call('HSET', KEYS[1], sfPaused, flagSet, sfPausedWhy, pausedManual, sfPausedAt, now)
   if note ~= '' then
@@ -54,9 +56,10 @@ if pause then
   -- cleared and resume plans the next time).
   local settled, skipped = settle_runs(KEYS[4], id, runs, KEYS[5], KEYS[6], now,
     'schedule paused before the run started', reasonPaused)
+  redis.call('DEL', KEYS[7])
   local infl = redis.call('HGET', KEYS[1], sfInflight)
   if infl and settled[infl] then
-    release(KEYS[1], id, KEYS[2], KEYS[3], true, now)
+    release(KEYS[1], id, KEYS[2], KEYS[3], true, now, KEYS[7], KEYS[6])
   end
   return {pauseChanged, skipped}
 end

@@ -1,9 +1,15 @@
 -- Shared by the scripts that end in-flight runs (loadScript puts it, after
 -- unhold.lua, before them): status.lua, expire_inflight.lua.
 --
--- release(skey, id, due_key, inflight_key, ran, now) frees a schedule of
--- its run in flight; now is the caller's clock reading, ms. What becomes
--- of the schedule:
+-- release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key)
+-- frees a schedule of its run in flight; now is the caller's clock
+-- reading, ms. bfq_key is the schedule's chain of queue backfill runs
+-- (backfillQueueKey), sched_key its shard queue's asynq scheduled set.
+--
+-- A schedule not paused whose chain holds a run starts that run first
+-- (start_queued): it becomes the run in flight, and the schedule stays
+-- as it is otherwise (a held run of its own stays held, behind the
+-- chain). Else, what becomes of the schedule:
 --
 --   held | paused | the run in flight ran | then
 --   -----+--------+-----------------------+--------------------------------
@@ -47,10 +53,43 @@ end
 -- act time has come, released or missed. The caller tells the shard's
 -- scheduler (chanReleased), so a backlog of held runs drains as fast as
 -- its runs end, not one run per tick.
-local function release(skey, id, due_key, inflight_key, ran, now)
+-- start_queued starts the first run of the chain at bfq_key whose task
+-- still waits parked (one settled by a pause, or whose task is gone, is
+-- dropped from the chain): its task is due at the later of now and the
+-- time the backfill's rate gave it, its run becomes the schedule's run in
+-- flight with the chain's run timeout. It returns whether it started
+-- one. A backfill's records and parked tasks were written by one script,
+-- so the chain is in Redis: a process dying anywhere loses no link.
+local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key)
+  for _ = 1, 100 do
+    local head = redis.call('ZRANGE', bfq_key, 0, 0, 'WITHSCORES')
+    if #head == 0 then
+      return false
+    end
+    local key, earliest = head[1], tonumber(head[2])
+    redis.call('ZREM', bfq_key, key)
+    local score = redis.call('ZSCORE', sched_key, key)
+    if score and tonumber(score) >= taskParked then
+      local at = math.max(tonumber(now), earliest)
+      redis.call('ZADD', sched_key, math.floor(at / 1000), key)
+      redis.call('HSET', skey, sfInflight, key)
+      local timeout = tonumber(redis.call('HGET', skey, sfBackfillTimeout) or '3600000')
+      redis.call('ZADD', inflight_key, at + timeout, id)
+      return true
+    end
+  end
+  return false
+end
+
+local function release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key)
   local s = redis.call('HMGET', skey, sfHeld, sfPaused)
   redis.call('HDEL', skey, sfInflight)
   redis.call('ZREM', inflight_key, id)
+  if s[2] then
+    redis.call('DEL', bfq_key) -- pausing settled the chain's runs
+  elseif start_queued(skey, id, inflight_key, now, bfq_key, sched_key) then
+    return false
+  end
   if s[1] and not s[2] then
     local act = unhold(skey, ran, now)
     if act then

@@ -43,6 +43,12 @@ local function settle_runs(hkey, sid, runs, pending, scheduled, now, why, rsn)
       else
         run_end(rkey, stSkipped, why, now, rsn)
         skipped = skipped + 1
+        -- A queue backfill's parked task would never be taken to find
+        -- its run ended: it goes with the run's chain.
+        if state == taskScheduled and tonumber(redis.call('ZSCORE', scheduled, k) or '0') >= taskParked then
+          redis.call('ZREM', scheduled, k)
+          redis.call('DEL', tkey)
+        end
       end
     end
   end

@@ -15,6 +15,9 @@
 -- KEYS[4] -> the schedule hash of ARGV[11] (KEYS[1] again when none)
 -- KEYS[5] -> the active set of ARGV[12], the schedule's owner (an alarm's)
 -- KEYS[6] -> the shard's auto-pause counter (autopause.lua)
+-- KEYS[7] -> the queue backfill chain of ARGV[11] (release.lua; KEYS[1]
+--            again when none)
+-- KEYS[8] -> asynq:{<queue>}:scheduled of the shard's queue
 -- ARGV[1] -> the shard's released channel (chronos:{sNN}:released)
 -- ARGV[2] -> idempotency key
 -- ARGV[3] -> new status
@@ -88,7 +91,7 @@ if run_is_final(status) then
       else
         did = ran(status, rule == releaseUnplanned, 0, false)
       end
-      if release(skey, id, KEYS[2], KEYS[3], did, now) then
+      if release(skey, id, KEYS[2], KEYS[3], did, now, KEYS[7], KEYS[8]) then
         -- Due at once: the scheduler holding the shard plans it now, not
         -- at its next tick (Store.WatchReleased).
         redis.call('PUBLISH', channel, id)

@@ -7,14 +7,14 @@
 -- When the status script answers statusRetry (it wrote nothing: the
 -- caller named the wrong schedule or owner), the task is not finished
 -- either; the caller calls again with the keys it was answered.
--- KEYS[1..6] -> status.lua's KEYS
--- KEYS[7..14] -> finish_task.lua's KEYS (asynqwire.Task.FinishCall)
+-- KEYS[1..8] -> status.lua's KEYS
+-- KEYS[9..16] -> finish_task.lua's KEYS (asynqwire.Task.FinishCall)
 -- ARGV[1..12] -> status.lua's ARGV
 -- ARGV[13..17] -> finish_task.lua's ARGV
 -- Output: {finished, status.lua's output...}: finished is finish_task's
 -- output (1 finished, 0 the task was no longer held), -1 when not called
-local res = status_main({unpack(KEYS, 1, 6)}, {unpack(ARGV, 1, 12)})
+local res = status_main({unpack(KEYS, 1, 8)}, {unpack(ARGV, 1, 12)})
 if res[1] == statusRetry then
   return {-1, unpack(res)}
 end
-return {finish_task_main({unpack(KEYS, 7, 14)}, {unpack(ARGV, 13, 17)}), unpack(res)}
+return {finish_task_main({unpack(KEYS, 9, 16)}, {unpack(ARGV, 13, 17)}), unpack(res)}

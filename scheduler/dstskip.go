@@ -10,10 +10,17 @@ import (
 	"github.com/chronos-sched/chronos/queue"
 )
 
-// dstGapsPerPlan bounds the spring-forward gaps one plan records: a zone
-// has one or two a year, and model.CronSchedule.GapBefore looks back a few
-// offset changes only, so an outage of years records its latest gaps.
-const dstGapsPerPlan = 4
+// dstGapsPerPlan bounds the spring-forward gaps one plan records, the
+// latest: a zone has at most one or two a year, so only an outage of
+// decades reaches it, and the run history (RUN_HISTORY) keeps no more
+// records than that anyway. The oldest record a plan cut short writes
+// says so (dstRecords).
+const dstGapsPerPlan = 32
+
+// dstChangesPerPlan bounds the offset changes one plan steps back over,
+// gaps or not, so a schedule whose plan spans centuries (a clock set far
+// ahead) costs a bounded walk too.
+const dstChangesPerPlan = 8 * dstGapsPerPlan
 
 // dstLocalsShown bounds the skipped local times a record's error names;
 // the rest are counted.
@@ -36,6 +43,12 @@ const dstLocalsShown = 3
 // before the plan's first: almost always the latest change, for one
 // ZoneBounds and one Next. Only a gap that is the plan's asks
 // model.CronSchedule.GapBefore, which walks the gap's local times.
+//
+// Every gap of the plan is recorded, up to dstGapsPerPlan of them (and
+// dstChangesPerPlan offset changes stepped over): a plan that stops there
+// with changes of its own left says, in its oldest record's error, that
+// gaps before it back to the plan's first time are not recorded one by
+// one.
 func (sp *schedPlan) dstRecords(last time.Time) []queue.PlannedRun {
 	if last.IsZero() {
 		return nil
@@ -46,28 +59,48 @@ func (sp *schedPlan) dstRecords(last time.Time) []queue.PlannedRun {
 	}
 	loc, first := c.Location(), sp.d.Next
 	var out []queue.PlannedRun
-	x := last
-	for range dstGapsPerPlan {
+	x, cut := last, true
+	for range dstChangesPerPlan {
 		change, _ := x.In(loc).ZoneBounds()
 		if change.IsZero() || change.After(x) { // no offset change before x (or golang/go#81583)
+			cut = false
 			break
 		}
 		after := sp.sched.Next(change.Add(-time.Second))
-		if after.IsZero() || after.Before(first) {
-			break // an earlier plan handled that time, and any gap before it
+		if after.IsZero() || after.Before(first) || sp.beganAfter(change) {
+			// An earlier plan handled that time, and any gap before it; or
+			// the schedule had not begun then, nor before.
+			cut = false
+			break
 		}
 		_, before := change.Add(-time.Second).In(loc).Zone()
 		_, since := change.In(loc).Zone()
 		if since > before && !after.After(last) && sp.skippedInForce(change) {
 			if g, ok := c.GapBefore(change, dstLocalsShown); ok && g.End.Equal(change) && g.Total > 0 {
+				if len(out) == dstGapsPerPlan {
+					break
+				}
 				out = append(out, sp.dstRecord(c, g))
 			}
 		}
 		x = change.Add(-time.Second)
 	}
+	if cut && len(out) > 0 {
+		oldest := &out[len(out)-1]
+		oldest.Error += fmt.Sprintf("; any gaps before it since %s are not recorded one by one: a plan records at most %d, the latest",
+			first.UTC().Format(time.RFC3339), dstGapsPerPlan)
+	}
 	// Oldest first, as the runs they precede.
 	slices.Reverse(out)
 	return out
+}
+
+// beganAfter says whether the schedule began (created, timing changed,
+// resumed, start_at) at or after gapEnd: no gap up to it skipped any of
+// its times.
+func (sp *schedPlan) beganAfter(gapEnd time.Time) bool {
+	s := sp.rec.StartAt
+	return !gapEnd.After(sp.began) || (s != nil && gapEnd.Before(*s))
 }
 
 // skippedInForce says whether the schedule was in force at gapEnd: begun

@@ -73,6 +73,8 @@ local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key)
       local at = math.max(tonumber(now), earliest)
       redis.call('ZADD', sched_key, math.floor(at / 1000), key)
       redis.call('HSET', skey, sfInflight, key)
+      -- backfill.lua sets the timeout with the chain; an hour (RUN_TIMEOUT's
+      -- default) only if the field were gone.
       local timeout = tonumber(redis.call('HGET', skey, sfBackfillTimeout) or '3600000')
       redis.call('ZADD', inflight_key, at + timeout, id)
       return true

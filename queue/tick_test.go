@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,12 +116,35 @@ func (c tickCase) planWith(t *testing.T, also func()) queue.PlanFunc {
 	}
 }
 
+// luaSide returns the Redis a test runs commit.lua on beside r's fast
+// path: r itself, another database of it, but a cluster has one database,
+// which a test's cases take in turn (setupMethod): another cluster then.
+func luaSide(t *testing.T, r *queuetest.Redis) *queuetest.Redis {
+	if r.Cluster() != nil {
+		return queuetest.StartRedis(t)
+	}
+	return r
+}
+
 // dumpDB returns every key of rdb's database with its type and content.
 func dumpDB(t *testing.T, rdb redis.UniversalClient) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
-	require.NoError(t, err)
+	var keys []string
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			ks, err := c.Keys(ctx, "*").Result()
+			mu.Lock()
+			keys = append(keys, ks...)
+			mu.Unlock()
+			return err
+		}))
+	} else {
+		var err error
+		keys, err = rdb.Keys(ctx, "*").Result()
+		require.NoError(t, err)
+	}
 	out := map[string]string{}
 	for _, k := range keys {
 		typ := rdb.Type(ctx, k).Val()
@@ -161,7 +185,7 @@ func TestTickDueFastPathWritesWhatCommitWrites(t *testing.T) {
 		}
 	}
 
-	slow := setupMethod(t, r, 2)
+	slow := setupMethod(t, luaSide(t, r), 2)
 	slow.seed(t, c.seed)
 	sdue, err := slow.store.ReadDue(ctx, tickShard, methodNow, 100)
 	require.NoError(t, err)
@@ -195,7 +219,7 @@ func TestTickDueFallsBackToCommitScript(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 0, fast.store.FastPages(), "commit.lua decides a page with a key taken")
 
-		slow := setupMethod(t, r, 4)
+		slow := setupMethod(t, luaSide(t, r), 4)
 		slow.seed(t, c.seed)
 		sdue, err := slow.store.ReadDue(ctx, tickShard, methodNow, 100)
 		require.NoError(t, err)
@@ -299,7 +323,7 @@ func TestTickDueChunks(t *testing.T) {
 	require.Equal(t, 3, calls, "one plan call per chunk")
 	require.EqualValues(t, 3, fast.store.FastPages())
 
-	slow := setupMethod(t, r, 9)
+	slow := setupMethod(t, luaSide(t, r), 9)
 	slow.seed(t, c.seed)
 	sdue, err := slow.store.ReadDue(ctx, tickShard, T, 500)
 	require.NoError(t, err)

@@ -162,6 +162,13 @@
 // before the script leaves nothing to repair, and the next tick plans the
 // same runs again.
 //
+// Most pages do not run the script (Store.TickDue): a chunk of 32
+// schedules is read under WATCH and, when its plans are plain (see
+// TickDue), written by native commands in one MULTI/EXEC, which Redis
+// runs only if no schedule read and no run's record changed since. WATCH
+// is then the comparison; the writes are the script's, without its Lua.
+// Anything else, or an EXEC that WATCH aborted, goes to the script.
+//
 // Tasks are written in asynq's own Redis layout (package asynqwire, whose
 // Lua library enqueue_task the commit and manual run scripts put before
 // them) rather than through asynq's Client: that makes the task part of

@@ -17,7 +17,8 @@
 //
 // A replica acts on a shard only while its lease has more than the safety
 // margin left (the shard loop skips its ticks otherwise). It does not rely on that for correctness: two holders that
-// overlap plan from the same state, the commit script applies one plan, and
+// overlap plan from the same state, the commit (a script, or a
+// transaction under WATCH) applies one plan, and
 // asynq rejects a second task with the same TaskID (see package queue).
 //
 // # Ticks
@@ -30,5 +31,5 @@
 // boundary instead, a held backlog would drain one run per tick, and a
 // schedule firing about as often as it ticks would never catch up. A
 // wake tick is an ordinary tick: it plans whatever is due, and the
-// commit script keeps it from planning a run twice.
+// commit keeps it from planning a run twice.
 package scheduler

@@ -255,6 +255,8 @@ const (
 	statusChanged   = 1  // status.lua: the new status is recorded
 	statusRetry     = 2  // status.lua: the schedule or owner named was not the run's: call again with those it answers
 
+	statusDoneNotFinished = -1 // status_done.lua: the status script answered statusRetry, so the task's end was not called
+
 	manualExists  = 0 // manual_run.lua: a run has this key
 	manualCreated = 1 // manual_run.lua: created, by this call
 	manualKeyHeld = 2 // manual_run.lua: another run's live task has this key
@@ -333,6 +335,7 @@ var luaNames = []struct {
 	{"alarmCreateTooMany", alarmCreateTooMany}, {"alarmCreateStale", alarmCreateStale}, {"alarmCancelNotFound", alarmCancelNotFound},
 	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},
 	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged}, {"statusRetry", statusRetry},
+	{"statusDoneNotFinished", statusDoneNotFinished},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
 	{"attemptNotEnqueued", attemptNotEnqueued},
 	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},

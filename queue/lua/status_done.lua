@@ -12,9 +12,10 @@
 -- ARGV[1..12] -> status.lua's ARGV
 -- ARGV[13..17] -> finish_task.lua's ARGV
 -- Output: {finished, status.lua's output...}: finished is finish_task's
--- output (1 finished, 0 the task was no longer held), -1 when not called
+-- output (1 finished, 0 the task was no longer held), statusDoneNotFinished
+-- when it was not called
 local res = status_main({unpack(KEYS, 1, 8)}, {unpack(ARGV, 1, 12)})
 if res[1] == statusRetry then
-  return {-1, unpack(res)}
+  return {statusDoneNotFinished, unpack(res)}
 end
 return {finish_task_main({unpack(KEYS, 9, 16)}, {unpack(ARGV, 13, 17)}), unpack(res)}

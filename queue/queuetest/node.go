@@ -148,17 +148,24 @@ func startNodeOf(t testing.TB, lent *nodeSet, parent, name string, port func() i
 // answersItself reports an error unless the server answering on n.Addr
 // is n's own process.
 func (n *Node) answersItself() error {
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1, DialTimeout: time.Second})
-	defer rdb.Close()
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		return err
-	}
 	n.mu.Lock()
 	pid := n.cmd.Process.Pid
 	n.mu.Unlock()
+	return AnswersAs(context.Background(), n.Addr, pid)
+}
+
+// AnswersAs reports an error unless the redis-server answering on addr is
+// process pid: a port chosen free can be taken by another test's server
+// before this one binds it, and the two would then share one Redis.
+func AnswersAs(ctx context.Context, addr string, pid int) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
 	if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r\n") {
-		return fmt.Errorf("%s answers from another process than %d (the port was taken meanwhile)", n.Addr, pid)
+		return fmt.Errorf("%s answers from another process than %d (the port was taken meanwhile)", addr, pid)
 	}
 	return nil
 }

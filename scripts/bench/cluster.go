@@ -270,7 +270,11 @@ func (b *bench) startCluster(ctx context.Context) (string, []*redis.Client, func
 		}
 		procs = append(procs, p)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := queuetest.WaitRedis(ctx, addr, 10*time.Second, p.exited); err != nil {
+		err = queuetest.WaitRedis(ctx, addr, 10*time.Second, p.exited)
+		if err == nil {
+			err = queuetest.AnswersAs(ctx, addr, p.cmd.Process.Pid)
+		}
+		if err != nil {
 			stop()
 			return "", nil, nil, err
 		}

@@ -196,8 +196,36 @@ func baseEnv() []string {
 }
 
 // startChronos starts `chronos <role>` on the bench Redis with its own
-// HTTP port, and waits for /healthz.
+// HTTP port, and waits for /healthz. A port chosen free can be taken
+// before chronos binds it: then chronos exits at start, and it is started
+// again on another port.
 func (e *env) startChronos(ctx context.Context, role string, vars map[string]string) (*proc, error) {
+	for attempt := 1; ; attempt++ {
+		p, err := e.startChronosOnce(ctx, role, vars)
+		if err == nil || attempt == 5 || !errors.Is(err, errPortTaken) {
+			return p, err
+		}
+	}
+}
+
+// errPortTaken: the process exited at start because its port was taken.
+var errPortTaken = errors.New("port taken")
+
+// exitedOnTakenPort reports whether p has exited, and with errPortTaken
+// when its log says its address was in use.
+func (p *proc) exitedOnTakenPort() (bool, error) {
+	if !p.exited() {
+		return false, nil
+	}
+	tail := p.logTail(10)
+	err := fmt.Errorf("%s exited at start: %v\n%s", p.name, p.err, tail)
+	if strings.Contains(tail, "address already in use") {
+		err = fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return true, err
+}
+
+func (e *env) startChronosOnce(ctx context.Context, role string, vars map[string]string) (*proc, error) {
 	port, err := queuetest.Port()
 	if err != nil {
 		return nil, err
@@ -224,13 +252,15 @@ func (e *env) startChronos(ctx context.Context, role string, vars map[string]str
 	deadline := time.Now().Add(20 * time.Second)
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if p.exited() {
-			return nil, fmt.Errorf("chronos %s exited at start: %v\n%s", role, p.err, p.logTail(10))
+		if gone, err := p.exitedOnTakenPort(); gone {
+			return nil, err
 		}
 		resp, err := client.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// Whoever took the port may be what answered: ours, then,
+			// exits as soon as its bind fails.
+			if resp.StatusCode == http.StatusOK && sleepCtx(ctx, 100*time.Millisecond) == nil && !p.exited() {
 				return p, nil
 			}
 		}
@@ -354,7 +384,11 @@ func (e *env) startRedis(ctx context.Context) (*proc, error) {
 			return nil, err
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := queuetest.WaitRedis(ctx, addr, 10*time.Second, p.exited); err == nil {
+		err = queuetest.WaitRedis(ctx, addr, 10*time.Second, p.exited)
+		if err == nil {
+			err = queuetest.AnswersAs(ctx, addr, p.cmd.Process.Pid)
+		}
+		if err == nil {
 			e.redisAddr = addr
 			return p, nil
 		}

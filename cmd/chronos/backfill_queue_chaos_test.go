@@ -123,7 +123,7 @@ func TestBackfillQueueSurvivesKilledProcesses(t *testing.T) {
 
 	sh := queue.ShardOf("bq", chaosShards)
 	status := func(key string) (string, string) {
-		v, err := c.rdb.HMGet(c.ctx, shardKey(sh, "run:"+key), "status", "reason").Result()
+		v, err := c.rdb.HMGet(c.ctx, shardKey(sh, "run:"+key), "st", "rsn").Result() // queue/schema.go's rfStatus, rfReason
 		require.NoError(t, err)
 		st, _ := v[0].(string)
 		rsn, _ := v[1].(string)

@@ -19,10 +19,20 @@
 -- scheduler has planned it already. One retired by the scheduler (no fire
 -- time left, a definition that no longer compiles) is failed, with why.
 
+-- The functions that read the schedule's hash take h, the fields a
+-- caller read once for all of them (status.lua: field -> value, false
+-- when absent, as HMGET answers), and keep it as they write; without h
+-- they read the fields they need.
+
 -- alarm_of returns the kind, status and owner of the alarm at skey, or
 -- nil when skey is no alarm (or gone) or a cancelled one.
-local function alarm_of(skey)
-  local a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus, sfOwner)
+local function alarm_of(skey, h)
+  local a
+  if h then
+    a = {h[sfTarget], h[sfKind], h[afStatus], h[sfOwner]}
+  else
+    a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus, sfOwner)
+  end
   if a[1] ~= targetWake or a[3] == alarmCancelled then
     return nil
   end
@@ -36,8 +46,11 @@ end
 -- alarm's shard; the alarm's id is skey's end, after its shard's prefix.
 -- Without active_key the set keeps the id, which a create at the limit
 -- prunes (alarm_prune.lua).
-local function alarm_end(skey, a, st, err, active_key)
+local function alarm_end(skey, a, st, err, active_key, h)
   redis.call('HSET', skey, afStatus, st)
+  if h then
+    h[afStatus] = st
+  end
   if err then
     redis.call('HSET', skey, afLastErr, err)
   end
@@ -59,9 +72,10 @@ end
 -- alarm_run_ended applies the end of one of its runs to the alarm at
 -- skey: final status st, the run's error err, at now (ms). delivery_failed
 -- says the run failed because its last delivery did, which counts as the
--- ones before it. active_key is the owner's active set (alarm_end).
-local function alarm_run_ended(skey, st, err, now, delivery_failed, active_key)
-  local a = alarm_of(skey)
+-- ones before it. active_key is the owner's active set (alarm_end); h
+-- the schedule's fields, or nil.
+local function alarm_run_ended(skey, st, err, now, delivery_failed, active_key, h)
+  local a = alarm_of(skey, h)
   if not a then
     return
   end
@@ -69,7 +83,7 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed, active_key)
   if st == stSuccess then
     redis.call('HSET', skey, afLastFired, now)
     if once then
-      alarm_end(skey, a, alarmFired, nil, active_key)
+      alarm_end(skey, a, alarmFired, nil, active_key, h)
     end
     return
   end
@@ -77,7 +91,7 @@ local function alarm_run_ended(skey, st, err, now, delivery_failed, active_key)
     redis.call('HINCRBY', skey, afFailures, 1)
   end
   if once then
-    alarm_end(skey, a, alarmFailed, err, active_key)
+    alarm_end(skey, a, alarmFailed, err, active_key, h)
   elseif st == stFailed then
     redis.call('HSET', skey, afLastErr, err)
   end
@@ -96,8 +110,14 @@ end
 -- alarm_owner_differs says whether the schedule at skey is an alarm whose
 -- owner is not owner, the one the caller read to name the owner's active
 -- set in KEYS: the caller then answers before writing anything, with the
--- owner, and is called again with that set.
-local function alarm_owner_differs(skey, owner)
-  local a = redis.call('HMGET', skey, sfTarget, sfOwner)
+-- owner, and is called again with that set. h: the schedule's fields, or
+-- nil.
+local function alarm_owner_differs(skey, owner, h)
+  local a
+  if h then
+    a = {h[sfTarget], h[sfOwner]}
+  else
+    a = redis.call('HMGET', skey, sfTarget, sfOwner)
+  end
   return a[1] == targetWake and (a[2] or '') ~= owner, a[2] or ''
 end

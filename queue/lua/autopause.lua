@@ -23,29 +23,51 @@
 -- autopause_run_ended applies the end of one of its runs (final status
 -- st, error err, at now ms) to the schedule id at skey, whose shard's due
 -- set is due_key and auto-pause counter counter_key. It returns the
--- streak when it paused the schedule, else nil.
-local function autopause_run_ended(skey, due_key, counter_key, id, st, err, now)
+-- streak when it paused the schedule, else nil. h: the schedule's fields
+-- read once by the caller (alarm_lifecycle.lua), or nil.
+local function autopause_run_ended(skey, due_key, counter_key, id, st, err, now, h)
   if st == stSuccess then
-    if redis.call('HEXISTS', skey, sfFailStreak) == 1 then
+    local streak
+    if h then
+      streak = h[sfFailStreak]
+    else
+      streak = redis.call('HEXISTS', skey, sfFailStreak) == 1
+    end
+    if streak then
       redis.call('HDEL', skey, sfFailStreak)
+      if h then
+        h[sfFailStreak] = false
+      end
     end
     return nil
   end
   if st ~= stFailed then
     return nil
   end
-  local s = redis.call('HMGET', skey, sfVer, sfTarget, sfPauseAfter, sfPaused)
+  local s
+  if h then
+    s = {h[sfVer], h[sfTarget], h[sfPauseAfter], h[sfPaused]}
+  else
+    s = redis.call('HMGET', skey, sfVer, sfTarget, sfPauseAfter, sfPaused)
+  end
   local limit = tonumber(s[3] or '0')
   if not s[1] or s[2] == targetWake or limit < 1 then
     return nil
   end
   local n = redis.call('HINCRBY', skey, sfFailStreak, 1)
   redis.call('HSET', skey, sfFailErr, err)
+  if h then
+    h[sfFailStreak] = tostring(n)
+  end
   if n < limit or s[4] then
     return nil
   end
   redis.call('HSET', skey, sfPaused, flagSet, sfPausedWhy, pausedFailures, sfPausedAt, now,
     sfPausedNote, 'paused after ' .. n .. ' consecutive FAILED runs (pause_after_failures ' .. limit .. ')')
+  if h then
+    -- release.lua, after this, must see the schedule paused.
+    h[sfPaused] = flagSet
+  end
   redis.call('ZADD', due_key, '+inf', id)
   redis.call('INCR', counter_key)
   return n

@@ -1,10 +1,12 @@
 -- Shared by the scripts that end in-flight runs (loadScript puts it, after
 -- unhold.lua, before them): status.lua, expire_inflight.lua.
 --
--- release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key)
+-- release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key, h)
 -- frees a schedule of its run in flight; now is the caller's clock
 -- reading, ms. bfq_key is the schedule's chain of queue backfill runs
 -- (backfillQueueKey), sched_key its shard queue's asynq scheduled set.
+-- h is the schedule's fields read once by the caller
+-- (alarm_lifecycle.lua), or nil: release then reads what it needs.
 --
 -- A schedule not paused whose chain holds a run starts that run first
 -- (start_queued): it becomes the run in flight, and the schedule stays
@@ -60,7 +62,7 @@ end
 -- flight with the chain's run timeout. It returns whether it started
 -- one. A backfill's records and parked tasks were written by one script,
 -- so the chain is in Redis: a process dying anywhere loses no link.
-local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key)
+local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key, h)
   for _ = 1, 100 do
     local head = redis.call('ZRANGE', bfq_key, 0, 0, 'WITHSCORES')
     if #head == 0 then
@@ -75,7 +77,14 @@ local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key)
       redis.call('HSET', skey, sfInflight, key)
       -- backfill.lua sets the timeout with the chain; an hour (RUN_TIMEOUT's
       -- default) only if the field were gone.
-      local timeout = tonumber(redis.call('HGET', skey, sfBackfillTimeout) or '3600000')
+      local timeout
+      if h then
+        h[sfInflight] = key
+        timeout = h[sfBackfillTimeout]
+      else
+        timeout = redis.call('HGET', skey, sfBackfillTimeout)
+      end
+      timeout = tonumber(timeout or '3600000')
       redis.call('ZADD', inflight_key, at + timeout, id)
       return true
     end
@@ -83,23 +92,34 @@ local function start_queued(skey, id, inflight_key, now, bfq_key, sched_key)
   return false
 end
 
-local function release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key)
-  local s = redis.call('HMGET', skey, sfHeld, sfPaused)
+local function release(skey, id, due_key, inflight_key, ran, now, bfq_key, sched_key, h)
+  local s
+  if h then
+    s = {h[sfHeld], h[sfPaused]}
+    h[sfInflight] = false
+  else
+    s = redis.call('HMGET', skey, sfHeld, sfPaused)
+  end
   redis.call('HDEL', skey, sfInflight)
   redis.call('ZREM', inflight_key, id)
   if s[2] then
     redis.call('DEL', bfq_key) -- pausing settled the chain's runs
-  elseif start_queued(skey, id, inflight_key, now, bfq_key, sched_key) then
+  elseif start_queued(skey, id, inflight_key, now, bfq_key, sched_key, h) then
     return false
   end
   if s[1] and not s[2] then
-    local act = unhold(skey, ran, now)
+    local act = unhold(skey, ran, now, h)
     if act then
       redis.call('ZADD', due_key, act, id)
       return act <= tonumber(now)
     end
-  else
+  elseif s[1] then
+    -- Not held, the field is absent: deleting it would be a command for
+    -- nothing.
     redis.call('HDEL', skey, sfHeld)
+    if h then
+      h[sfHeld] = false
+    end
   end
   return false
 end

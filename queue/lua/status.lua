@@ -47,7 +47,13 @@
 local channel, key, status, execID, errText, now, from, rule, failedCall, rsn, sid, owner =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] == flagSet, ARGV[10],
   ARGV[11], ARGV[12]
-local st = redis.call('HGET', KEYS[1], rfStatus)
+-- The run's fields, and the schedule's that any library here reads, are
+-- each read once: fields is every field of the schedule's hash that
+-- alarm_lifecycle.lua, autopause.lua, release.lua and unhold.lua read,
+-- and they take the values (h) instead of reading the hash again each,
+-- keeping h as they write.
+local r = redis.call('HMGET', KEYS[1], rfStatus, rfSchedule, rfError)
+local st = r[1]
 if not st then
   return {statusNotFound, ''}
 end
@@ -56,46 +62,58 @@ if run_is_final(st) or (from ~= '' and st ~= from) then
 end
 -- Only a final status touches the schedule's keys: only then must the
 -- caller have named them right.
-local id = redis.call('HGET', KEYS[1], rfSchedule) or ''
+local id = r[2] or ''
+local h = nil
 if run_is_final(status) then
   if id ~= sid then
     return {statusRetry, id, ''}
   end
   if id ~= '' then
-    local differs, o = alarm_owner_differs(KEYS[4], owner)
+    local fields = {sfTarget, sfKind, afStatus, sfOwner, sfVer, sfPauseAfter, sfPaused, sfFailStreak,
+      sfInflight, sfHeld, sfNext, sfJitter, sfBackfillTimeout}
+    local v = redis.call('HMGET', KEYS[4], unpack(fields))
+    h = {}
+    for i, f in ipairs(fields) do
+      h[f] = v[i]
+    end
+    local differs, o = alarm_owner_differs(KEYS[4], owner, h)
     if differs then
       return {statusRetry, id, o}
     end
   end
 end
-redis.call('HSET', KEYS[1], rfStatus, status, rfUpdated, now)
+local w = {rfStatus, status, rfUpdated, now}
 if execID ~= '' then
-  redis.call('HSET', KEYS[1], rfRunID, execID)
+  w[#w + 1] = rfRunID
+  w[#w + 1] = execID
 end
+local run_err = r[3] or ''
 if errText ~= '' then
-  redis.call('HSET', KEYS[1], rfError, errText)
+  w[#w + 1] = rfError
+  w[#w + 1] = errText
+  run_err = errText
 end
 if rsn ~= '' then
-  redis.call('HSET', KEYS[1], rfReason, rsn)
+  w[#w + 1] = rfReason
+  w[#w + 1] = rsn
 end
+redis.call('HSET', KEYS[1], unpack(w))
 local paused = nil
-if run_is_final(status) then
-  if id ~= '' then
-    local skey = KEYS[4]
-    alarm_run_ended(skey, status, redis.call('HGET', KEYS[1], rfError) or '', now, failedCall, KEYS[5])
-    paused = autopause_run_ended(skey, KEYS[2], KEYS[6], id, status, redis.call('HGET', KEYS[1], rfError) or '', now)
-    if redis.call('HGET', skey, sfInflight) == key then
-      local did
-      if rule == releaseAbandoned then
-        did = ran(st, false, run_attempts(KEYS[1]), false)
-      else
-        did = ran(status, rule == releaseUnplanned, 0, false)
-      end
-      if release(skey, id, KEYS[2], KEYS[3], did, now, KEYS[7], KEYS[8]) then
-        -- Due at once: the scheduler holding the shard plans it now, not
-        -- at its next tick (Store.WatchReleased).
-        redis.call('PUBLISH', channel, id)
-      end
+if h then
+  local skey = KEYS[4]
+  alarm_run_ended(skey, status, run_err, now, failedCall, KEYS[5], h)
+  paused = autopause_run_ended(skey, KEYS[2], KEYS[6], id, status, run_err, now, h)
+  if h[sfInflight] == key then
+    local did
+    if rule == releaseAbandoned then
+      did = ran(st, false, run_attempts(KEYS[1]), false)
+    else
+      did = ran(status, rule == releaseUnplanned, 0, false)
+    end
+    if release(skey, id, KEYS[2], KEYS[3], did, now, KEYS[7], KEYS[8], h) then
+      -- Due at once: the scheduler holding the shard plans it now, not
+      -- at its next tick (Store.WatchReleased).
+      redis.call('PUBLISH', channel, id)
     end
   end
 end

@@ -4,9 +4,16 @@
 -- schedule stopped waiting) and that time is already due at now (ms),
 -- it is marked released. Only a time already due waited: one set while
 -- held (timing change, resume) and not due yet is planned as any run, so
--- a scheduler outage after this makes it late, not released.
-local function unhold(skey, waited, now)
-  local s = redis.call('HMGET', skey, sfNext, sfJitter)
+-- a scheduler outage after this makes it late, not released. h: the
+-- schedule's fields read once by the caller (alarm_lifecycle.lua), or nil.
+local function unhold(skey, waited, now, h)
+  local s
+  if h then
+    s = {h[sfNext], h[sfJitter]}
+    h[sfHeld] = false
+  else
+    s = redis.call('HMGET', skey, sfNext, sfJitter)
+  end
   redis.call('HDEL', skey, sfHeld)
   if not s[1] then
     return nil
@@ -14,6 +21,9 @@ local function unhold(skey, waited, now)
   local act = tonumber(s[1]) - tonumber(s[2] or '0')
   if waited and act <= tonumber(now) then
     redis.call('HSET', skey, sfReleased, flagSet)
+    if h then
+      h[sfReleased] = flagSet
+    end
   end
   return act
 end

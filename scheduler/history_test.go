@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-sched/chronos/model"
@@ -119,14 +121,32 @@ func TestHistory(t *testing.T) {
 			b.upsert(t, model.ScheduleRecord{ID: fmt.Sprintf("s%03d", i), CronExpr: "* * * * * *"})
 		}
 		b.runUntil(t, start.Add(2*time.Minute), time.Second)
+		// Summed over every master: on a cluster, INFO answers from any
+		// one node.
 		hgets := func() int64 {
-			stats, err := b.rdb.Info(ctx, "commandstats").Result()
+			var sum atomic.Int64
+			add := func(ctx context.Context, rdb redis.UniversalClient) error {
+				stats, err := rdb.Info(ctx, "commandstats").Result()
+				if err != nil {
+					return err
+				}
+				_, rest, found := strings.Cut(stats, "cmdstat_hget:calls=")
+				if !found {
+					return nil // this master ran no HGET
+				}
+				calls, _, _ := strings.Cut(rest, ",")
+				v, err := strconv.ParseInt(calls, 10, 64)
+				sum.Add(v)
+				return err
+			}
+			var err error
+			if c, ok := b.rdb.(*redis.ClusterClient); ok {
+				err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return add(ctx, m) })
+			} else {
+				err = add(ctx, b.rdb)
+			}
 			require.NoError(t, err)
-			_, rest, _ := strings.Cut(stats, "cmdstat_hget:calls=")
-			calls, _, _ := strings.Cut(rest, ",")
-			v, err := strconv.ParseInt(calls, 10, 64)
-			require.NoError(t, err)
-			return v
+			return sum.Load()
 		}
 		before := hgets()
 		b.runUntil(t, start.Add(2*time.Minute+10*time.Second), time.Second)

@@ -165,7 +165,10 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 	// backfill.lua) makes its record in the same step, so watching the
 	// records alone (one key per run: see fastChunk) sees any of the
 	// three made between this check and the EXEC.
-	var watch, check []any
+	var (
+		watch []any
+		check []string
+	)
 	for i := range plans {
 		for j := range plans[i].Runs {
 			k := plans[i].Runs[j].Key
@@ -177,7 +180,7 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		var exists *redis.IntCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Do(ctx, append([]any{"WATCH"}, watch...)...)
-			exists = p.Exists(ctx, stringsOfAny(check)...)
+			exists = p.Exists(ctx, check...)
 			return nil
 		}); err != nil {
 			return nil, false, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)
@@ -222,10 +225,10 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 						return err
 					}
 					if processAt == 0 {
-						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskPending, "pending_since", nowNS)
+						p.HSet(ctx, q.Task(r.Key), taskMsg, msg, taskState, taskPending, taskPendingSince, nowNS)
 						pending = append(pending, r.Key)
 					} else {
-						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskScheduled)
+						p.HSet(ctx, q.Task(r.Key), taskMsg, msg, taskState, taskScheduled)
 						scheduled = append(scheduled, redis.Z{Score: float64(processAt), Member: r.Key})
 					}
 				}
@@ -295,12 +298,4 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 	}
 	s.fastPages.Add(1)
 	return applied, false, nil
-}
-
-func stringsOfAny(v []any) []string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i], _ = x.(string)
-	}
-	return out
 }

@@ -120,15 +120,13 @@ const (
 	kindOnce       = string(model.KindOnce)
 )
 
-// asynq's task hash fields chronos writes or reads, and the state of a
-// task a server holds (asynq v0.26's layout; see queue/asynqwire).
+// asynq's task hash field the scripts read, and the state of a task a
+// server holds (asynq v0.26's layout; see queue/asynqwire).
 const (
-	taskMsg          = "msg"
-	taskPendingSince = "pending_since" // unix ns, while pending
-	taskState        = "state"
-	taskActive       = "active"
-	taskPending      = "pending"   // runnable, in the queue's pending list
-	taskScheduled    = "scheduled" // waiting for its time in the scheduled set
+	taskState     = "state"
+	taskActive    = "active"
+	taskPending   = "pending"   // runnable, in the queue's pending list
+	taskScheduled = "scheduled" // waiting for its time in the scheduled set
 	// taskParked is the scheduled set's score (Unix seconds, 9999-12-31)
 	// of a queue backfill's task that waits for the run before it: asynq
 	// never forwards it; release.lua moves it to now when its turn comes.

@@ -225,10 +225,10 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 						return err
 					}
 					if processAt == 0 {
-						p.HSet(ctx, q.Task(r.Key), taskMsg, msg, taskState, taskPending, taskPendingSince, nowNS)
+						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskPending, "pending_since", nowNS)
 						pending = append(pending, r.Key)
 					} else {
-						p.HSet(ctx, q.Task(r.Key), taskMsg, msg, taskState, taskScheduled)
+						p.HSet(ctx, q.Task(r.Key), "msg", msg, taskState, taskScheduled)
 						scheduled = append(scheduled, redis.Z{Score: float64(processAt), Member: r.Key})
 					}
 				}

@@ -24,7 +24,25 @@ func ShardOf(id string, shards int) int {
 }
 
 // shardPrefix is the prefix of every key of shard s, hash tag included.
-func shardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
+// Every key of a tick is built from it, so the prefixes of the shards
+// SHARDS allows are made once: formatting one per key was 7% of a
+// scheduler's CPU in a cold burst (docs/performance.md).
+func shardPrefix(s int) string {
+	if s >= 0 && s < ShardsMax {
+		return shardPrefixes[s]
+	}
+	return formatShardPrefix(s)
+}
+
+var shardPrefixes = func() []string {
+	p := make([]string, ShardsMax)
+	for s := range p {
+		p[s] = formatShardPrefix(s)
+	}
+	return p
+}()
+
+func formatShardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
 
 func dueKey(s int) string                 { return shardPrefix(s) + "due" }
 func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }

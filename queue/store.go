@@ -134,6 +134,9 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 // parseMS reads a time stored as Unix milliseconds; false when s is
 // empty or not a number.
 func parseMS(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false // most optional fields are absent: no error to make
+	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return time.Time{}, false

@@ -54,7 +54,7 @@ func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 // when it may start (0: now; ahead: asynq's scheduled set at
 // asynqwire.ScheduledScore, so a run never starts before its time).
 func (s *Store) asynqTask(sh int, p *TaskPayload, now time.Time) (msg []byte, processAt int64, err error) {
-	payload, err := json.Marshal(p)
+	payload, err := encodeTaskPayload(p)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode run %s: %w", p.IdempotencyKey, err)
 	}

@@ -115,18 +115,14 @@ type lane struct {
 	leasing   sync.WaitGroup
 }
 
-// newLane returns the lane of a launcher: its runs and the asynq server's
-// one make Concurrency.
+// newLane returns the lane of a launcher, with Concurrency slots.
 func newLane(l *Launcher) *lane {
-	n := l.cfg.Concurrency - 1
+	n := l.cfg.Concurrency
 	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{},
 		wakeUp: make(chan struct{}, 1)}
 }
 
 func (ln *lane) start(ctx context.Context) {
-	if cap(ln.slots) == 0 {
-		return // LAUNCHER_CONCURRENCY=1: the asynq server's worker is the one
-	}
 	ctx = context.WithoutCancel(ctx)
 	ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
 	var takeCtx, leaseCtx context.Context

@@ -15,7 +15,6 @@ import (
 
 	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
-	"github.com/chronos-sched/chronos/queue/asynqwire"
 )
 
 const (
@@ -34,6 +33,10 @@ const (
 	// LaunchGraceDefault is how late a run may start before its schedule's
 	// catch-up policy applies to it (see missedAtLaunch).
 	LaunchGraceDefault = 10 * time.Minute
+	// RecoverIntervalDefault is how often a launcher recovers the run
+	// tasks of launchers that died holding them: asynq's recoverer's
+	// interval (see recover.go).
+	RecoverIntervalDefault = time.Minute
 )
 
 // Config configures a Launcher. The zero value of each field means its
@@ -59,6 +62,10 @@ type Config struct {
 	// start before its schedule's catch-up policy applies to it. Default
 	// LaunchGraceDefault.
 	LaunchGrace time.Duration
+	// RecoverInterval is how often the run tasks whose lease expired
+	// (their launcher died or froze) are recovered. Default
+	// RecoverIntervalDefault.
+	RecoverInterval time.Duration
 	// Executor starts runs. Required.
 	Executor Executor
 	// Waker delivers the wakes of alarms' runs (wake.go). nil: such a run
@@ -67,13 +74,15 @@ type Config struct {
 }
 
 // Launcher is one launcher replica: its lane takes run tasks off asynq's
-// queue in batches and starts them (lane.go); its asynq server, with one
-// worker, does asynq's housekeeping for the queue.
+// queues in batches and starts them (lane.go); its loops do what asynq's
+// servers do for a queue besides, each script with every key in KEYS:
+// forward runs and retries that are due (forwardLoop), recover the tasks
+// of launchers that died and delete expired completed tasks
+// (recover.go), and list the launcher in asynqmon (servers.go).
 type Launcher struct {
 	store   *queue.Store
 	cfg     Config
 	logger  *slog.Logger
-	srv     *asynq.Server
 	lane    *lane
 	metrics *metrics
 
@@ -98,6 +107,7 @@ func (c *Config) WithDefaults() Config {
 	v.ShutdownTimeout = cmp.Or(v.ShutdownTimeout, ShutdownTimeoutDefault)
 	v.ArchiveSweepInterval = cmp.Or(v.ArchiveSweepInterval, ArchiveSweepIntervalDefault)
 	v.LaunchGrace = cmp.Or(v.LaunchGrace, LaunchGraceDefault)
+	v.RecoverInterval = cmp.Or(v.RecoverInterval, RecoverIntervalDefault)
 	return v
 }
 
@@ -114,7 +124,7 @@ func (c Config) validate() error {
 		v     time.Duration
 	}{
 		{"PollInterval", c.PollInterval}, {"ForwardInterval", c.ForwardInterval}, {"ShutdownTimeout", c.ShutdownTimeout},
-		{"ArchiveSweepInterval", c.ArchiveSweepInterval}, {"LaunchGrace", c.LaunchGrace},
+		{"ArchiveSweepInterval", c.ArchiveSweepInterval}, {"LaunchGrace", c.LaunchGrace}, {"RecoverInterval", c.RecoverInterval},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("launcher: Config.%s must not be negative, got %s", d.field, d.v)
@@ -137,46 +147,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	}
 	l := &Launcher{store: store, cfg: c, logger: logger, metrics: newMetrics(reg), id: newReplicaID()}
 	l.lane = newLane(l)
-	// The server's worker starts runs as the lane's do (handle); the
-	// server is there for what asynq's servers do for a queue besides:
-	// recover the tasks of launchers that died (lease expired), delete
-	// completed tasks past their retention, and list the launcher in
-	// asynqmon. Its forwarder is turned off (neverForward): it would make
-	// runs enqueued ahead pending by this host's clock; forwardLoop does
-	// it by the shared clock.
-	l.srv = asynq.NewServerFromRedisClient(store.Redis(), asynq.Config{
-		Concurrency:              1,
-		Queues:                   serverQueues(store),
-		TaskCheckInterval:        serverPollInterval(c),
-		DelayedTaskCheckInterval: neverForward,
-		ShutdownTimeout:          c.ShutdownTimeout,
-		RetryDelayFunc:           retryDelay,
-		Logger:                   asynqwire.Logger{L: logger},
-		LogLevel:                 asynq.WarnLevel,
-	})
 	return l, nil
-}
-
-// serverQueues are the queues of the launcher's asynq server: every
-// shard's run queue and the legacy single one, with equal weights, so
-// that it recovers and cleans up the tasks of all of them.
-func serverQueues(store *queue.Store) map[string]int {
-	qs := map[string]int{}
-	for _, name := range store.Tasks().Names() {
-		qs[name] = 1
-	}
-	return qs
-}
-
-// serverPollInterval is how often the asynq server's idle worker looks
-// for a task: it tries every queue in turn, one script each, so with a
-// lane taking the tasks (Concurrency above 1) it looks once a second at
-// most often; alone (Concurrency 1) it looks every PollInterval.
-func serverPollInterval(c Config) time.Duration {
-	if c.Concurrency > 1 {
-		return max(c.PollInterval, time.Second)
-	}
-	return c.PollInterval
 }
 
 // retryDelay backs off exponentially from 1s to 5 minutes, or longer
@@ -198,23 +169,16 @@ func (l *Launcher) Start(ctx context.Context) error {
 		l.logger.WarnContext(ctx, "clock skew report failed; retrying", "err", err)
 	}
 	cancel()
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TaskTypeRun, l.handle)
-	if err := l.srv.Start(mux); err != nil {
-		return fmt.Errorf("start launcher: %w", err)
-	}
 	l.lane.start(ctx)
 	ctx, l.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	l.loops.Go(func() { l.archivedLoop(ctx) })
 	l.loops.Go(func() { l.skewLoop(ctx) })
 	l.loops.Go(func() { l.forwardLoop(ctx) })
+	l.loops.Go(func() { l.recoverLoop(ctx) })
+	l.loops.Go(func() { l.completedLoop(ctx) })
+	l.loops.Go(func() { l.serversLoop(ctx) })
 	return nil
 }
-
-// neverForward is the interval of the asynq server's forwarder: asynq
-// has no switch to turn it off, and its first pass comes after one
-// interval.
-const neverForward = 100 * 365 * 24 * time.Hour
 
 // forwardLoop makes due runs enqueued ahead runnable by the shared clock,
 // so no launcher is handed a run before its time however fast its host's
@@ -264,24 +228,9 @@ func (l *Launcher) Stop(ctx context.Context) error {
 	if l.stopLoops != nil {
 		l.stopLoops()
 		l.loops.Wait()
-		var lane sync.WaitGroup
-		lane.Go(func() { l.lane.stop(ctx) })
-		defer lane.Wait()
+		l.lane.stop(ctx)
 	}
-	l.srv.Shutdown()
 	return ctx.Err()
-}
-
-// handle carries out a run task asynq's server gives this launcher.
-func (l *Launcher) handle(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeTaskPayload(t.Payload())
-	if err != nil {
-		l.logger.ErrorContext(ctx, "dropping malformed run task", "err", err)
-		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
-	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	return l.launch(ctx, attempt{p: p, retried: retried, maxRetry: maxRetry})
 }
 
 // attempt is one try at starting a run: its task's payload, asynq's

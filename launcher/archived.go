@@ -22,7 +22,7 @@ import (
 
 // archivedLookback is how far back a starting launcher looks: further
 // than any plausible downtime of all launchers, since archiving happens
-// only while one runs (asynq's recoverer lives in its server).
+// only while one runs (recovery runs in launchers: recover.go).
 const archivedLookback = 24 * time.Hour
 
 // archivedClockSkew is how far behind the shared clock each sweep starts

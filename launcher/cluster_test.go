@@ -17,7 +17,7 @@ import (
 
 // End to end on a Redis Cluster (3 masters): schedules in every shard are
 // planned and committed by a scheduler, manual runs started, and a
-// launcher (its lane and its asynq server on the cluster client) runs
+// launcher (its lane and its loops on the cluster client) runs
 // each run once, from every shard's queue.
 func TestLauncherRunsEveryShardOnRedisCluster(t *testing.T) {
 	t.Parallel()

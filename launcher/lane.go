@@ -23,11 +23,9 @@ import (
 // their statuses and finish their tasks together through the store's
 // batcher (queue.Store.Tasks). asynq's server takes and finishes one task at a time, two
 // round trips per run: on a small machine that costs more than the run
-// (README, "Where the time goes"). The launcher's asynq server, with one
-// worker of its own, still recovers the tasks of launchers that died,
-// forwards retries and scheduled tasks, deletes expired completed tasks
-// and shows the launcher in asynqmon; the lane takes and finishes tasks
-// exactly as it would.
+// (README, "Where the time goes"). The lane takes and finishes tasks
+// exactly as it would, and carries every one of the launcher's
+// Concurrency slots: the launcher runs no asynq server (doc.go).
 
 // taken is a run task the lane took, with its run's launch state.
 type taken struct {
@@ -359,9 +357,9 @@ func (ln *lane) attempt(ctx context.Context, t *taken, executed func()) (err err
 }
 
 // finish records how the task ended, retrying while its lease holds; if
-// Redis stays out of reach the lease lapses and an asynq server recovers
-// the task (its run's status, recorded before, keeps it from starting
-// twice).
+// Redis stays out of reach the lease lapses and a launcher's recovery
+// (recover.go) retries the task (its run's status, recorded before,
+// keeps it from starting twice).
 func (ln *lane) finish(t *taken, e taskEnd) {
 	end, retryAt, msg := e.end, e.retryAt, e.msg
 	defer func() {

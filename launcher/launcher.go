@@ -412,11 +412,10 @@ func (l *Launcher) recordOutcome(ctx context.Context, a attempt, res Result, err
 	p := a.p
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
-			// The launcher is stopping (asynq puts the task back in the
-			// queue) or the task was cancelled from the dashboard (asynq
-			// retries it): the run is started again, with the same
+			// The launcher is stopping: the lane puts the task back in
+			// the queue, and the run is started again, with the same
 			// idempotency key. Not a failed attempt of the executor.
-			l.logger.InfoContext(ctx, "executor call cut short (launcher stopping, or task cancelled from the dashboard); the run will be started again",
+			l.logger.InfoContext(ctx, "executor call cut short (launcher stopping); the run will be started again",
 				"idempotency_key", p.IdempotencyKey, "schedule_id", p.ScheduleID)
 			return err
 		}
@@ -486,9 +485,11 @@ func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u que
 const earlyMargin = time.Second
 
 // waitForFireTime holds a run taken before its time on the shared clock
-// until then. asynq's servers move runs enqueued ahead to the pending list
-// by their own host's clock, so when some launcher's host clock is ahead
-// of Redis's, runs reach every launcher that much early: they wait,
+// until then. Runs enqueued ahead are made runnable by the shared clock
+// now, but an asynq server moves them to the pending list by its own
+// host's clock (the launchers of versions that ran one, during a rolling
+// upgrade), so when such a host's clock is ahead of Redis's, runs reach
+// every launcher that much early: they wait,
 // holding a worker slot (a warning says so past a second: fix that
 // host's NTP). A run further ahead than any live launcher's skew
 // explains was moved to pending on purpose (the dashboard's "Run") and

@@ -517,10 +517,10 @@ func TestAlarmsAfterDowntime(t *testing.T) {
 	require.Equal(t, model.AlarmActive, b.alarm(t, cron.ID).Status)
 }
 
-// With LAUNCHER_CONCURRENCY=1 the asynq server's own worker carries the
-// runs out (no lane): a wake is retried and counted there the same way,
-// its task's retries following max_failures.
-func TestWakeThroughTheAsynqServersWorker(t *testing.T) {
+// With LAUNCHER_CONCURRENCY=1 the lane's one slot carries the runs out
+// (there was an asynq server's worker there before): a wake is retried and
+// counted the same way, its task's retries following max_failures.
+func TestWakeWithConcurrencyOne(t *testing.T) {
 	t.Parallel()
 	recv := &wakeReceiver{secret: wakeSecret}
 	b := setupWake(t, recv.start(t))

@@ -17,8 +17,8 @@ import (
 const ClusterStateReload = time.Second
 
 // OpenRedis opens the client a Redis URL names, the one constructor of
-// every chronos process, so the store, redsync's locks, asynq's server
-// and asynqmon share it:
+// every chronos process, so the store, redsync's locks and asynqmon
+// share it:
 //
 //   - redis://[user:password@]host:port[/db], rediss:// for TLS: one Redis;
 //   - redis-sentinel://[:password@]host:port[,host:port...]/master[/db]:

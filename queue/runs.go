@@ -323,8 +323,8 @@ type doneCall struct {
 // FinishLaunched records the status u of a run a launcher started, as
 // ReportTaskStatus does, and finishes its task t as done, in one script
 // call: the two writes that end a launched run. It says whether the task
-// was finished (false: it was no longer held; an asynq server recovered
-// it when its lease expired). An ErrConflict or ErrNotFound says the
+// was finished (false: it was no longer held; a launcher recovered it
+// when its lease expired). An ErrConflict or ErrNotFound says the
 // status was not recorded, as ReportTaskStatus's; the task is finished
 // all the same, as it would be after such a report.
 func (s *Store) FinishLaunched(ctx context.Context, t *asynqwire.Task, p *TaskPayload, u StatusUpdate) (bool, error) {

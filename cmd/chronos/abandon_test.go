@@ -11,14 +11,15 @@ import (
 )
 
 // A launcher killed during a run's last attempt (TASK_MAX_RETRY=0: its
-// first) leaves the task to asynq's recoverer, which archives it once the
-// lease has expired; a surviving launcher then marks the run FAILED, where
-// it would otherwise stay ENQUEUED. asynq's timings (30 s leases, a
-// recoverer pass a minute, 30 s of slack) make this take one to two
+// first) leaves the task to the surviving launcher's recovery, which
+// archives it once the lease has expired; that launcher then marks the run
+// FAILED, where it would otherwise stay ENQUEUED. asynq's recoverer's
+// timings, which recovery keeps (30 s leases, a pass a minute, 30 s of
+// slack), make this take one to two
 // minutes, so the test runs alongside the others.
 func TestKilledLauncherOnLastAttemptFailsTheRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits for asynq's lease recovery (1-2 minutes); runs without -short")
+		t.Skip("waits for the launchers' lease recovery (1-2 minutes); runs without -short")
 	}
 	t.Parallel()
 	c := newChaosCluster(t)

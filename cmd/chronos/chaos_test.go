@@ -53,8 +53,9 @@ const (
 	chaosQueue  = "chronos"
 	// chaosSettle bounds the wait, after the chaos, for every planned run to
 	// be recorded and executed. The runs a killed launcher held come back
-	// only when asynq's recoverer, once a minute, finds their lease more
-	// than 30 s expired (leases last 30 s): up to two minutes after the
+	// only when the launchers' recovery, once a minute as asynq's
+	// recoverer, finds their lease more than 30 s expired (leases last 30
+	// s): up to two minutes after the
 	// kill, which comes early in the chaos.
 	chaosSettle = 150 * time.Second
 	// chaosExecutorDelay is how long the executor takes to answer, so that

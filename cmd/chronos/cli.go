@@ -26,7 +26,7 @@ type CLI struct {
 	All       AllCmd       `cmd:"" help:"API, scheduler and launcher in one process on a real Redis (REDIS_URL)."`
 	API       APICmd       `cmd:"" name:"api" help:"The HTTP API (registrar, preview, runs)."`
 	Scheduler SchedulerCmd `cmd:"" help:"A scheduler replica: turns due schedules into asynq tasks."`
-	Launcher  LauncherCmd  `cmd:"" help:"A launcher replica: an asynq server that starts runs through the executor."`
+	Launcher  LauncherCmd  `cmd:"" help:"A launcher replica: takes run tasks off the asynq queues and starts runs through the executor."`
 	Preview   PreviewCmd   `cmd:"" help:"Print the next fire times of a cron expression, one RFC 3339 time a line."`
 	Token     TokenCmd     `cmd:"" help:"Mint an API token (a JWT) signed with AUTH_JWT_SECRET or AUTH_JWT_PRIVATE_KEY, printed on stdout."`
 	MCP       MCPCmd       `cmd:"" name:"mcp" help:"Serve the cron tool (cron_add, cron_list, cron_remove) to an MCP client over stdio, through a chronos API (CHRONOS_URL, CHRONOS_TOKEN)."`

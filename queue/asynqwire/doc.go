@@ -6,7 +6,12 @@
 //
 // Queue is one asynq queue: Keys is its key layout, Forward makes tasks
 // scheduled ahead runnable, Take and Finish run tasks as asynq's server
-// does, Archived reads what asynq archived, Collector reports the depth.
+// does, Recover and DeleteExpiredCompleted do its recoverer's and its
+// janitor's work (recover.go), Archived reads what asynq archived,
+// Collector reports the depth. WriteServer lists a process among
+// asynqmon's servers as asynq's heartbeater does (servers.go). Launchers
+// run no asynq server: every script that touches a run queue is this
+// package's, every key in KEYS.
 // EnqueueLua is the Lua library that writes a task; the schedule store's
 // commit and manual run scripts put it before their own code.
 //
@@ -15,15 +20,14 @@
 // A task enqueued ahead waits in the Scheduled set until its second; a
 // failed attempt's retry waits in the Retry set. asynq's servers forward
 // both every DelayedTaskCheckInterval, 100 at a time, by their host's
-// clock, and have no switch to stop it. So each set is now forwarded by
-// the clock that scored it:
+// clock, and have no switch to stop it; launchers run none. Each set is
+// forwarded by the clock that scored it:
 //
 //   - Runs enqueued ahead are scored by their fire time on the shared
 //     clock, and only the shared clock forwards them (Forward): schedulers
 //     on each tick boundary, 4,000 a call, and each launcher every
-//     ForwardInterval. A launcher's asynq server gets an interval of a
-//     century (launcher.neverForward), so no launcher is handed a run
-//     before its second however fast its host's clock runs.
+//     ForwardInterval, so no launcher is handed a run before its second
+//     however fast its host's clock runs.
 //   - Retries are scored by the host that finished the failed attempt
 //     (its clock plus the backoff), and launchers forward them by their
 //     host's clock (ForwardRetries). Skew there shifts a backoff, not a
@@ -56,18 +60,28 @@
 // (enqueue_task.lua), dequeueCmd (take_tasks.lua), doneCmd,
 // markAsCompleteCmd, retryCmd, archiveCmd and requeueCmd
 // (finish_task.lua; archiveCmd's trim in trim_archive.lua), forwardCmd
-// (forward.lua). asynq's scripts build a task's key inside Lua from the
-// id they pop; these are given every key in KEYS (ScriptPrelude): the
-// caller reads the ids first and the script checks they still hold,
-// so each touches only keys a Redis Cluster routed it by. asynq's servers, Inspector
-// and asynqmon read what this package writes, and recover the tasks it
-// takes. TestAsynqWireMatchesClient pins the bytes and fields against
-// asynq's own Client; the take and finish tests read the result back
-// through asynq's Inspector.
+// (forward.lua), the recoverer's listLeaseExpiredCmd with retryCmd and
+// archiveCmd (recover_tasks.lua, which calls finish_task.lua's body;
+// recoverer.go's 30 s slack, LeaseSlack, and its error, LeaseExpired),
+// the janitor's deleteExpiredCompletedTasksCmd (delete_completed.lua),
+// and the heartbeater's writeServerStateCmd and clearServerStateCmd
+// (WriteServer and ClearServer, plain commands; ServerInfo and
+// WorkerInfo of asynq.proto). asynq's scripts build a task's key inside
+// Lua from the id they pop; these are given every key in KEYS
+// (ScriptPrelude): the caller reads the ids first and the script checks
+// they still hold, so each touches only keys a Redis Cluster routed it
+// by. asynq's Inspector and asynqmon read what this package writes, and
+// asynq's servers, were any still running on these queues, would take and
+// recover its tasks alike. TestAsynqWireMatchesClient pins the bytes and
+// fields against asynq's own Client; the take, finish and recovery tests
+// read the result back through asynq's Inspector, the recovery one beside
+// what asynq's own recoverer leaves.
 //
-// Before upgrading asynq, diff those files between the two versions: a
-// renamed key, a new task hash field or state, a changed lease length
-// (LeaseDuration), archive limits (archiveMaxAge, archiveMaxSize) or
-// TaskMessage field numbers all need a change here. Then run this
+// Before upgrading asynq, diff those files (and recoverer.go, janitor.go,
+// heartbeat.go) between the two versions: a renamed key, a new task hash
+// field or state, a changed lease length (LeaseDuration) or slack
+// (LeaseSlack), archive limits (archiveMaxAge, archiveMaxSize), or
+// TaskMessage, ServerInfo or WorkerInfo field numbers all need a change
+// here. Then run this
 // package's tests, which use the new asynq as the reference.
 package asynqwire

@@ -121,8 +121,8 @@ func (q *Queue) Forward(ctx context.Context, now time.Time) (int, error) {
 
 // ForwardRetries makes the tasks to retry at or before now runnable (Retry
 // set to Pending list), as asynq's forwarder does. A retry's time is
-// scored by the host that finished the failed attempt (Finish's retryAt,
-// or asynq's server), so now is the host's clock.
+// scored by the host that finished the failed attempt (Finish's retryAt)
+// or recovered it (Recover), so now is the host's clock.
 func (q *Queue) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
 	return q.forward(ctx, q.keys.Retry(), now)
 }
@@ -173,8 +173,8 @@ func forwardArgs(now time.Time, ids []string) []any {
 	return args
 }
 
-// LeaseDuration is how long a taken task is held before an asynq server
-// may recover it: asynq's own lease. Whoever takes tasks extends their
+// LeaseDuration is how long a taken task is held before it may be
+// recovered (Recover; LeaseSlack later): asynq's own lease. Whoever takes tasks extends their
 // leases well within it (ExtendLeases).
 const LeaseDuration = 30 * time.Second
 
@@ -208,8 +208,8 @@ func (t *Task) Queue() string { return t.queue.keys.Queue }
 
 // Take takes up to n tasks off the Pending list, as asynq's server
 // takes one: each moves to the Active list with a lease until
-// LeaseDuration from now, so an asynq server recovers it if the taker
-// dies holding it. None are taken while the queue is paused. It reads
+// LeaseDuration from now, so it is recovered (Recover) if the taker dies
+// holding it. None are taken while the queue is paused. It reads
 // the ids at the list's end first, then takes them (take_tasks.lua);
 // when others changed the list's end in between it reads again, up to
 // takeTries times.
@@ -223,7 +223,7 @@ func (q *Queue) Take(ctx context.Context, n int) ([]*Task, error) {
 			return nil, nil
 		}
 		ids = popOrder(ids)
-		now := time.Now() // asynq's servers lease and recover by their host clock
+		now := time.Now() // leases go by host clocks, as asynq's servers' do
 		v, err := takeTasksScript.Run(ctx, q.rdb, q.takeKeys(ids), takeArgs(n, now, ids)...).StringSlice()
 		if err != nil {
 			return nil, fmt.Errorf("take tasks of %s: %w", q.keys.Queue, err)
@@ -348,7 +348,7 @@ const statsTTL = 90 * 24 * time.Hour
 // runs, with the same states and dashboard counters: end says how;
 // errMsg is the failed attempt's error (Retry, Archive) and retryAt when
 // a retry is due. It says false when the task was no longer held: its
-// lease expired and an asynq server recovered it.
+// lease expired and it was recovered (Recover).
 func (q *Queue) Finish(ctx context.Context, t *Task, end End, retryAt time.Time, errMsg string) (bool, error) {
 	now := time.Now()
 	keys, args, err := t.FinishCall(end, retryAt, errMsg, now)

@@ -206,7 +206,7 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 			s.lensAt = time.Time{}
 		}
 	}
-	now := time.Now() // asynq's servers lease and recover by their host clock
+	now := time.Now() // leases go by host clocks, as asynq's servers' do
 	cmds := make([]*redis.Cmd, len(shares))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range shares {

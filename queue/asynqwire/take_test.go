@@ -115,8 +115,8 @@ func TestTakeAndFinishRunTasksAsAsynqDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStatePending, info.State)
 
-	// A task an asynq server recovered after its lease expired is no
-	// longer this launcher's to finish.
+	// A task recovered after its lease expired (Recover) is no longer
+	// this launcher's to finish.
 	require.NoError(t, rdb.LRem(ctx, "asynq:{s00}chronos}:active", 0, "gone").Err())
 	require.False(t, finish("gone", asynqwire.Done, time.Time{}, ""))
 	require.False(t, finish("done", asynqwire.Done, time.Time{}, ""), "finishing twice changes nothing")

@@ -4,7 +4,7 @@
 -- retention), retry (to the retry set at a time), archive (to the
 -- archived set; the caller trims it then, trim_archive.lua) or requeue (back to the head
 -- of the pending list, not counted: the launcher is stopping). A task no
--- longer in the active list was recovered by an asynq server after its
+-- longer in the active list was recovered (recover_tasks.lua) after its
 -- lease expired: it is left as it is.
 -- KEYS[1] -> asynq:{<queue>}:active
 -- KEYS[2] -> asynq:{<queue>}:lease

@@ -1,7 +1,7 @@
 -- Take up to ARGV[2] run tasks off asynq's pending list for a launcher,
 -- as asynq's own dequeue script does one at a time: each moves to the
--- active list with a lease (the lease set scored by its expiry), so an
--- asynq server recovers it if this launcher dies holding it. Nothing is
+-- active list with a lease (the lease set scored by its expiry), so it is
+-- recovered (recover_tasks.lua) if this launcher dies holding it. Nothing is
 -- taken from a paused queue.
 -- Every key comes in KEYS: the caller reads the ids at the list's right
 -- end first (where asynq pops) and names them with their task keys. The

@@ -35,8 +35,8 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	l, err := New(store, &Config{Executor: executorFunc(func(ctx context.Context, r Request) (Result, error) { return ex(ctx, r) }),
 		ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
 	require.NoError(t, err)
-	// Take the task itself rather than start the launcher, whose asynq
-	// worker could take it first.
+	// Take the task itself rather than start the launcher, whose lane
+	// would take it first.
 	// holding is a lane holding task tk as takeLoop leaves it: leased,
 	// in a slot.
 	holding := func(tk *taken) *lane {
@@ -211,8 +211,8 @@ func TestARunTakenEarlyIsCheckedAfterItsWait(t *testing.T) {
 	require.Empty(t, ex.reqs, "the run was started on what was read before its wait")
 }
 
-// LAUNCHER_CONCURRENCY bounds the executor calls in progress, the asynq
-// worker's and the lane's together, though a lane run frees its slot as
+// LAUNCHER_CONCURRENCY bounds the executor calls in progress, all the
+// lane's, though a lane run frees its slot as
 // soon as the executor answers, before its status and its task's end are
 // written.
 func TestExecutorCallsStayWithinConcurrency(t *testing.T) {

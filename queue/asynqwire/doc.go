@@ -35,8 +35,23 @@
 //
 // Launchers still forward runs enqueued ahead, not only schedulers: a
 // manual run booked ahead, and retries, must not wait for a scheduler to
-// be up. Both call the same script on the same clock, and a task moves
+// be up. Both forward the same way on the same clock, and a task moves
 // once whoever calls.
+//
+// # How a forward moves tasks
+//
+// A Set counts what is due in each queue (ZCOUNT, one pipeline), then
+// forwards the queues that have some, a few at once. A queue forwards in
+// batches of ForwardBatch: it WATCHes the set, reads the ids due
+// (ZRANGEBYSCORE), and moves them with native commands in one
+// MULTI/EXEC: an HSET of state and pending_since per task, one ZREM, one
+// LPUSH. Redis runs the EXEC only if the set is as it was read, so each
+// id read is still there and due, and none was moved by another
+// forwarder since: the compare-and-set, made once for the batch. When
+// the set changed (another forwarder, or a task written ahead or a retry
+// meanwhile), the EXEC writes nothing and forward.lua moves the ids read,
+// checking which are still due. Without Lua a task costs Redis about half
+// the instructions (BenchmarkForwardRedisCost, docs/performance.md).
 //
 // Measured once (scripts/bench -only steady -steady-n 10000
 // -steady-minutes 2 -steady-launchers 2, under the heavy lock, 2026-11-26,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,8 +275,9 @@ func (s *Set) readLens(ctx context.Context, n int) error {
 }
 
 // Forward makes the tasks scheduled at or before now runnable in every
-// queue (Queue.Forward), one pipeline for all while none has more than a
-// page due, and says how many it moved.
+// queue (Queue.Forward) and says how many it moved. It counts what is
+// due in every queue in one pipeline, then forwards the queues that have
+// some, forwardWorkers at a time.
 func (s *Set) Forward(ctx context.Context, now time.Time) (int, error) {
 	return s.forward(ctx, now, Keys.Scheduled)
 }
@@ -285,49 +287,53 @@ func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
 	return s.forward(ctx, now, Keys.Retry)
 }
 
+// forwardWorkers is how many queues one Forward moves tasks of at once,
+// each on a connection of its own (a WATCH holds one). One at a time,
+// Redis idles while the forwarder reads each batch's ids and builds its
+// transaction; a few at once, one's EXEC runs while the next is sent.
+const forwardWorkers = 4
+
 func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string) (int, error) {
-	// The ids due first, then the scripts that move them, each in one
-	// pipeline for every queue.
-	due := make([]*redis.StringSliceCmd, len(s.queues))
+	// ZCOUNT is a lookup in the set's index: an idle forward costs Redis
+	// one cheap command per queue.
+	counts := make([]*redis.IntCmd, len(s.queues))
+	until := strconv.FormatInt(now.Unix(), 10)
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range s.queues {
-			due[i] = p.ZRangeByScore(ctx, from(q.keys), dueRange(now))
+			counts[i] = p.ZCount(ctx, from(q.keys), "-inf", until)
 		}
 		return nil
 	}); err != nil {
-		return 0, fmt.Errorf("read due tasks: %w", err)
+		return 0, fmt.Errorf("count due tasks: %w", err)
 	}
-	cmds := make([]*redis.Cmd, len(s.queues))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range s.queues {
-			if ids := due[i].Val(); len(ids) > 0 {
-				cmds[i] = forwardScript.EvalSha(ctx, p, q.forwardKeys(from(q.keys), ids), forwardArgs(now, ids)...)
-			}
-		}
-		return nil
-	})
-	total := 0
-	var errs []error
+	var due []*Queue
 	for i, q := range s.queues {
-		if cmds[i] == nil {
-			continue
-		}
-		n, err := cmds[i].Int()
-		total += n
-		if err == nil && len(due[i].Val()) < ForwardBatch {
-			continue
-		}
-		if err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			errs = append(errs, fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err))
-			continue
-		}
-		// Not loaded yet, or a full page read: this queue on its own.
-		m, err := q.forward(ctx, from(q.keys), now)
-		total += m
-		if err != nil {
-			errs = append(errs, err)
+		if counts[i].Val() > 0 {
+			due = append(due, q)
 		}
 	}
+	var (
+		mu    sync.Mutex
+		total int
+		errs  []error
+		wg    sync.WaitGroup
+		next  atomic.Int32
+	)
+	for range min(forwardWorkers, len(due)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(due); i = int(next.Add(1)) - 1 {
+				q := due[i]
+				n, err := q.forward(ctx, from(q.keys), now)
+				mu.Lock()
+				total += n
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 	return total, errors.Join(errs...)
 }
 

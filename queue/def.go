@@ -29,7 +29,7 @@ func msString(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
 // encodeDef returns the definition's non-empty fields as field, value pairs
 // in defFields order (not Paused or NextRunAt).
 func encodeDef(r *model.ScheduleRecord) []string {
-	var out []string
+	out := make([]string, 0, 2*len(defFields)) // grown from empty, it was five allocations an upsert
 	add := func(f, v string) {
 		if v != "" {
 			out = append(out, f, v)

@@ -212,10 +212,15 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 	if err != nil {
 		return rec, err
 	}
-	sched, err := rec.Compile()
-	if err != nil {
-		return rec, nil
+	if sched, err := rec.Compile(); err == nil {
+		s.showNext(rec, sched)
 	}
+	return rec, nil
+}
+
+// showNext sets rec.NextRunAt to what users are shown (see
+// recordFromHash); sched is rec compiled.
+func (s *Store) showNext(rec *model.ScheduleRecord, sched model.Schedule) {
 	now := s.clock.Now()
 	n := sched.Next(now)
 	switch {
@@ -224,7 +229,6 @@ func (s *Store) recordFromHash(id string, h map[string]string) (*model.ScheduleR
 		rec.NextRunAt == nil && !n.After(now.Add(s.ActLead(rec))):
 		rec.NextRunAt = &n
 	}
-	return rec, nil
 }
 
 // SetPaused pauses or resumes a schedule. Resuming continues at the next

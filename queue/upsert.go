@@ -87,9 +87,10 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	if err != nil {
 		return nil, err
 	}
-	nextMS := ""
+	lead := s.ActLead(&next).Milliseconds()
+	nextMS, actMS := "", ""
 	if t := sched.Next(now); !t.IsZero() {
-		nextMS = strconv.FormatInt(ms(t), 10)
+		nextMS, actMS = strconv.FormatInt(ms(t), 10), strconv.FormatInt(ms(t)-lead, 10)
 	}
 	all := encodeDef(&next)
 	if len(defFields) > maxDefFields {
@@ -105,7 +106,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		given |= 1 << defIndex[all[i]]
 	}
 	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(all))
-	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, s.ActLead(&next).Milliseconds(), "", "", "", omittedArg(given)})
+	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, lead, actMS, "", "", omittedArg(given)})
 	for i := 0; i < len(all); i += 2 {
 		if !scriptOwned(all[i]) {
 			args = append(args, defFieldArgs[defIndex[all[i]]], all[i+1])
@@ -164,11 +165,24 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 		n, _ := res[1].(int64)
 		s.ledger.count(model.ReasonDeleted, int(n))
 	}
-	var h map[string]string
-	if code == upsertCreated {
+	if code == upsertCreated && next.Target != model.TargetWake {
 		// The script wrote the new hash whole from what was sent, and
 		// answers without it: reading 40 strings back cost Redis the
 		// reply and this process its parsing, for values known here.
+		if got, reuse, ok := createdRecord(&next, nextMS); ok {
+			if !reuse {
+				if sched, err = got.Compile(); err != nil {
+					sched = nil // as recordFromHash: a record that does not compile is shown as stored
+				}
+			}
+			if sched != nil {
+				s.showNext(got, sched)
+			}
+			return &UpsertResult{Schedule: got, Created: true, Changed: true, WorkflowMissing: missing}, nil
+		}
+	}
+	var h map[string]string
+	if code == upsertCreated {
 		h = make(map[string]string, len(all)/2+3)
 		for i := 0; i < len(all); i += 2 {
 			if !scriptOwned(all[i]) {
@@ -193,4 +207,50 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	}
 	got, err := s.recordFromHash(rec.ID, h)
 	return &UpsertResult{Schedule: got, Created: code == upsertCreated, Changed: code != upsertUnchanged, WorkflowMissing: missing}, err
+}
+
+// createdRecord is the schedule upsert.lua created from next, as
+// scheduleFromHash reads it back from the hash the script wrote (see
+// decodeDef): the definition with its times in whole milliseconds, the
+// next fire time nextMS ("" = none), neither paused nor failing. It is
+// built without the hash: a map of what was sent, decoded again, was the
+// most of what an upsert allocates (issue 28). reuse says that the record
+// compiles to the same schedule as next (no time lost its sub-millisecond
+// part, the DST policy was canonical), so next's compiled schedule may
+// stand for it. ok is false when the hash would not decode (a DST policy
+// that does not parse): the caller then decodes the hash, which says why.
+// next's target must not be wake (an alarm's fields are decoded from the
+// hash). TestCreatedRecordIsWhatTheHashReads holds it to scheduleFromHash.
+func createdRecord(next *model.ScheduleRecord, nextMS string) (rec *model.ScheduleRecord, reuse, ok bool) {
+	reuse = true
+	same := func(a, b time.Time) bool { return a.Equal(b) && a.Location() == b.Location() }
+	stored := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		v := fromMS(ms(*t))
+		reuse = reuse && same(v, *t)
+		return &v
+	}
+	rec = &model.ScheduleRecord{
+		ID: next.ID, Owner: next.Owner, Kind: next.Kind, Target: next.Target, WorkflowID: next.WorkflowID,
+		Version: next.Version, UserID: next.UserID, CronExpr: next.CronExpr, Dialect: next.Dialect, Timezone: next.Timezone,
+		EverySeconds: next.EverySeconds, FireAt: stored(next.FireAt), DelaySeconds: next.DelaySeconds,
+		StartAt: stored(next.StartAt), EndAt: stored(next.EndAt), JitterMs: next.JitterMs,
+		OverlapPolicy: next.OverlapPolicy, CatchupPolicy: next.CatchupPolicy, PauseAfterFailures: next.PauseAfterFailures,
+		Anchor: fromMS(ms(next.Anchor)), CreatedAt: fromMS(ms(next.CreatedAt)), UpdatedAt: fromMS(ms(next.UpdatedAt)),
+	}
+	reuse = reuse && same(rec.Anchor, next.Anchor)
+	if p := next.DSTPolicy.String(); p != "" {
+		// As decodeDef reads it: a policy is stored as its string.
+		var err error
+		if rec.DSTPolicy, err = model.ParseDSTPolicy("dst_policy", p); err != nil {
+			return nil, false, false
+		}
+	}
+	reuse = reuse && rec.DSTPolicy == next.DSTPolicy
+	if t, ok := parseMS(nextMS); ok {
+		rec.NextRunAt = &t
+	}
+	return rec, reuse, true
 }

@@ -25,8 +25,11 @@
 -- ARGV[4] -> next fire time in ms if the timing is new ("" = none)
 -- ARGV[5] -> timing key (equal keys, equal fire times)
 -- ARGV[6] -> ms subtracted from next for the act score (jitter + lookahead)
--- ARGV[7], ARGV[8], ARGV[9] -> unused (were the run, task and mark key
---            prefixes: every key now comes in KEYS)
+-- ARGV[7] -> the act score of ARGV[4] (next less the lead, ms; "" =
+--            none), for a new schedule: computed by the caller, so the
+--            script neither converts numbers nor formats the score
+-- ARGV[8], ARGV[9] -> unused (were the task and mark key prefixes: every
+--            key now comes in KEYS)
 -- ARGV[10] -> (ARGV[upsertHeaderArgs]) the definition fields the new body
 --             leaves out, their names joined by spaces: one argument,
 --             split only when the schedule exists (a new one has nothing
@@ -52,8 +55,8 @@
 -- delete, no jitter to compare, no hold, no pause), so every such read is
 -- behind `exists`, and the fields are written in one HSET. Each command
 -- saved is a few µs of Redis per upsert (issue 28).
-local id, now, anchor, nextAt, timingHash, lead =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local id, now, anchor, nextAt, timingHash, lead, act =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local omitted = ARGV[upsertHeaderArgs]
 local first = upsertHeaderArgs + 1
 local m = 0
@@ -189,8 +192,8 @@ if not exists and m > 0 then
 end
 if not exists then
   -- Neither paused nor held: a new hash has neither.
-  if nextAt ~= '' then
-    redis.call('ZADD', KEYS[2], tonumber(nextAt) - tonumber(lead), id)
+  if act ~= '' then
+    redis.call('ZADD', KEYS[2], act, id)
   else
     redis.call('ZADD', KEYS[2], '+inf', id)
   end

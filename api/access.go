@@ -93,14 +93,14 @@ func (s *server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.guardOwner(c, next)
 		}
 		if s.cfg.Open {
-			if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
+			if err := s.limit(c, "ip:", clientIP(c.Request())); err != nil {
 				return err
 			}
 			return next(c)
 		}
 		id, err := s.authenticate(c, route)
 		if err != nil {
-			if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
+			if err := s.limit(c, "ip:", clientIP(c.Request())); err != nil {
 				return err
 			}
 			if isDashboardPage(c, route) {
@@ -109,7 +109,7 @@ func (s *server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="chronos"`)
 			return &statusError{status: http.StatusUnauthorized, code: CodeUnauthenticated, message: err.Error()}
 		}
-		if err := s.limit(c, "sub:"+id.Subject); err != nil {
+		if err := s.limit(c, "sub:", id.Subject); err != nil {
 			return err
 		}
 		if s.registered(route) {
@@ -132,13 +132,13 @@ func (s *server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *server) guardOwner(c echo.Context, next echo.HandlerFunc) error {
 	id, err := s.authenticateOwner(c)
 	if err != nil {
-		if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
+		if err := s.limit(c, "ip:", clientIP(c.Request())); err != nil {
 			return err
 		}
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="chronos"`)
 		return &statusError{status: http.StatusUnauthorized, code: CodeUnauthenticated, message: err.Error()}
 	}
-	if err := s.limit(c, "sub:"+id.Subject); err != nil {
+	if err := s.limit(c, "sub:", id.Subject); err != nil {
 		return err
 	}
 	req := c.Request()

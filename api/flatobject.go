@@ -41,7 +41,7 @@ func flatObject(b []byte) (o object, ok bool) {
 		if !good {
 			return nil, false
 		}
-		o[string(b[ks+1:ke-1])] = json.RawMessage(b[vs:ve])
+		o[fieldName(b[ks+1:ke-1])] = json.RawMessage(b[vs:ve])
 		i = skipSpace(b, ve)
 		if i >= len(b) {
 			return nil, false
@@ -55,6 +55,25 @@ func flatObject(b []byte) (o object, ok bool) {
 			return nil, false
 		}
 	}
+}
+
+// fieldNames are the names of the fields the API's bodies take, each its
+// own key: a body's keys are these strings, not copies made for each
+// request (six allocations of an upsert).
+var fieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, f := range upsertFields {
+		m[f] = f
+	}
+	return m
+}()
+
+// fieldName returns the key b as a string: one of fieldNames, or a copy.
+func fieldName(b []byte) string {
+	if f, ok := fieldNames[string(b)]; ok { // the lookup does not copy b
+		return f
+	}
+	return string(b)
 }
 
 // skipSpace returns the index of the first byte at or after i that is

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -32,23 +33,18 @@ func (s *server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
 			return next(c)
 		}
-		rc := http.NewResponseController(c.Response())
-		g := &guardedBody{ReadCloser: req.Body}
-		if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil {
-			g.lift = func() { _ = rc.SetReadDeadline(time.Time{}) }
-		}
+		// The body's state holds its response controller, and its
+		// methods are the hooks: each was an allocation of its own.
+		g := &guardedBody{ReadCloser: req.Body, res: c.Response(), rc: *http.NewResponseController(c.Response())}
+		g.deadline = g.rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil
 		req.Body = g
-		c.Response().Before(func() {
-			if !g.eof.Load() {
-				c.Response().Header().Set(echo.HeaderConnection, "close")
-			}
-		})
+		c.Response().Before(g.closeUnread)
 		err := next(c)
 		if !g.eof.Load() {
 			// After the reply net/http still reads up to 256 KiB of an
 			// unread body, with no deadline, before it closes the
 			// connection: a deadline now makes that read fail at once.
-			_ = rc.SetReadDeadline(time.Now())
+			_ = g.rc.SetReadDeadline(time.Now())
 		}
 		return err
 	}
@@ -57,21 +53,34 @@ func (s *server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
 // guardedBody notes when a request body has been read to its end.
 type guardedBody struct {
 	io.ReadCloser
-	eof  atomic.Bool
-	lift func() // lifts the read deadline; nil when none was set
-	once sync.Once
+	res      *echo.Response
+	rc       http.ResponseController
+	deadline bool // a read deadline was set, to be lifted at the body's end
+	eof      atomic.Bool
+	once     sync.Once
+}
+
+// closeUnread is the response's Before hook: a reply that leaves the
+// body unread closes the connection.
+func (g *guardedBody) closeUnread() {
+	if !g.eof.Load() {
+		g.res.Header().Set(echo.HeaderConnection, "close")
+	}
 }
 
 func (g *guardedBody) Read(p []byte) (int, error) {
 	n, err := g.ReadCloser.Read(p)
 	if err == io.EOF {
 		g.eof.Store(true)
-		if g.lift != nil {
+		if g.deadline {
 			g.once.Do(g.lift)
 		}
 	}
 	return n, err
 }
+
+// lift lifts the read deadline guardBody set.
+func (g *guardedBody) lift() { _ = g.rc.SetReadDeadline(time.Time{}) }
 
 // MaxConnsDefault is ConnLimiter's cap when given none.
 const MaxConnsDefault = 512
@@ -91,7 +100,7 @@ const MaxConnsDefault = 512
 type ConnLimiter struct {
 	max   int
 	mu    sync.Mutex
-	conns map[string]*tracked // by remote address: a TLS listener above wraps the conns
+	conns map[connKey]*tracked // by remote address: a TLS listener above wraps the conns
 	shed  atomic.Int64
 }
 
@@ -109,7 +118,26 @@ func NewConnLimiter(max int) *ConnLimiter {
 	if max < 1 {
 		max = MaxConnsDefault
 	}
-	return &ConnLimiter{max: max, conns: map[string]*tracked{}}
+	return &ConnLimiter{max: max, conns: map[connKey]*tracked{}}
+}
+
+// connKey is a connection's remote address: a TCP address as it is, any
+// other as its string. ConnState is called twice a request, and
+// formatting a TCP address each time was two allocations.
+type connKey struct {
+	tcp   netip.AddrPort
+	other string
+}
+
+func keyOf(c net.Conn) connKey {
+	switch a := c.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return connKey{tcp: a.AddrPort()}
+	case nil:
+		return connKey{}
+	default:
+		return connKey{other: a.String()}
+	}
 }
 
 // Shed is how many connections the limiter has closed.
@@ -162,14 +190,14 @@ func (l *ConnLimiter) admit(c net.Conn) bool {
 		victim.closing = true
 		_ = victim.conn.Close() // net/http reports it closed, which untracks it
 	}
-	l.conns[c.RemoteAddr().String()] = &tracked{conn: c, since: time.Now()}
+	l.conns[keyOf(c)] = &tracked{conn: c, since: time.Now()}
 	return true
 }
 
 // ConnState is the http.Server hook that tells the limiter which
 // connections are serving a request.
 func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
-	key := c.RemoteAddr().String()
+	key := keyOf(c)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.conns[key]

@@ -54,7 +54,7 @@ func (s *server) renderLogin(c echo.Context, status int, problem string) error {
 }
 
 func (s *server) login(c echo.Context) error {
-	if err := s.limit(c, "ip:"+clientIP(c.Request())); err != nil {
+	if err := s.limit(c, "ip:", clientIP(c.Request())); err != nil {
 		return err
 	}
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, 64<<10)

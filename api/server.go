@@ -53,7 +53,9 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	}
 	e.GET("/openapi.json", s.openapi)
 	e.GET("/v1/preview", s.preview)
-	e.POST("/schedules/upsert", s.upsertSchedule, s.idempotent)
+	// Wrapped here, not given as route middleware, which Echo applies
+	// anew (an allocation) on every request.
+	e.POST("/schedules/upsert", s.idempotent(s.upsertSchedule))
 	e.POST("/schedules/pause", s.pauseSchedule)
 	e.GET("/schedules", s.listSchedules)
 	e.GET("/schedules/:id", s.getSchedule)
@@ -62,7 +64,7 @@ func New(store *queue.Store, cfg *Config, logger *slog.Logger, reg prometheus.Re
 	e.POST("/schedules/:id/backfill", s.backfillSchedule)
 	e.GET("/runs/:idempotency_key", s.getRun)
 	e.POST("/runs/:idempotency_key/status", s.reportStatus)
-	e.POST("/run-launcher/start", s.startManualRun, s.idempotent)
+	e.POST("/run-launcher/start", s.idempotent(s.startManualRun))
 	e.PUT("/workflows/:id/versions/:version", s.putWorkflow)
 	e.GET("/workflows/:id/versions/:version", s.getWorkflow)
 	e.DELETE("/workflows/:id/versions/:version", s.deleteWorkflow)

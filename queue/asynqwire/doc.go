@@ -25,7 +25,7 @@
 //
 //   - Runs enqueued ahead are scored by their fire time on the shared
 //     clock, and only the shared clock forwards them (Forward): schedulers
-//     on each tick boundary, 4,000 a call, and each launcher every
+//     on each tick boundary, ForwardBatch a batch, and each launcher every
 //     ForwardInterval, so no launcher is handed a run before its second
 //     however fast its host's clock runs.
 //   - Retries are scored by the host that finished the failed attempt
@@ -37,6 +37,20 @@
 // manual run booked ahead, and retries, must not wait for a scheduler to
 // be up. Both forward the same way on the same clock, and a task moves
 // once whoever calls.
+//
+// Measured once (scripts/bench -only steady -steady-n 10000
+// -steady-minutes 2 -steady-launchers 2, under the heavy lock, 2026-11-26,
+// load average 7 to 14 on 2 cores), before (launchers' asynq forwarder by
+// host clock) and after: exactly once held in both (10,000 of 10,000
+// schedules, run records = tasks); drift from planned time to runnable,
+// p50 / p99, 0.194 / 0.348 s before and 0.211 / 0.350 s after, the same
+// within noise, because schedulers forward on the boundary either way.
+// The start delay at the executor was 1.59 / 2.98 s before and 2.62 /
+// 4.79 s after, but the second run's launchers made 30,000 executor calls
+// in the window against 20,000, so the two are not comparable; paired
+// rounds (as the launch scenario does) should settle it. Not measured:
+// whether schedulers alone could forward (one forwarder): it would leave
+// manual runs booked ahead and retries waiting while no scheduler runs.
 //
 // # How a forward moves tasks
 //
@@ -53,20 +67,6 @@
 // checking which are still due. Without Lua a task costs Redis about half
 // the instructions (BenchmarkForwardRedisCost, docs/performance.md).
 //
-// Measured once (scripts/bench -only steady -steady-n 10000
-// -steady-minutes 2 -steady-launchers 2, under the heavy lock, 2026-11-26,
-// load average 7 to 14 on 2 cores), before (launchers' asynq forwarder by
-// host clock) and after: exactly once held in both (10,000 of 10,000
-// schedules, run records = tasks); drift from planned time to runnable,
-// p50 / p99, 0.194 / 0.348 s before and 0.211 / 0.350 s after, the same
-// within noise, because schedulers forward on the boundary either way.
-// The start delay at the executor was 1.59 / 2.98 s before and 2.62 /
-// 4.79 s after, but the second run's launchers made 30,000 executor calls
-// in the window against 20,000, so the two are not comparable; paired
-// rounds (as the launch scenario does) should settle it. Not measured:
-// whether schedulers alone could forward (one forwarder): it would leave
-// manual runs booked ahead and retries waiting while no scheduler runs.
-//
 // # Version
 //
 // This mirrors asynq v0.26.0 (go.mod): the keys of internal/base/base.go,
@@ -75,7 +75,7 @@
 // (enqueue_task.lua), dequeueCmd (take_tasks.lua), doneCmd,
 // markAsCompleteCmd, retryCmd, archiveCmd and requeueCmd
 // (finish_task.lua; archiveCmd's trim in trim_archive.lua), forwardCmd
-// (forward.lua), the recoverer's listLeaseExpiredCmd with retryCmd and
+// (forward.lua, and the transaction Queue.forwardBatch tries first), the recoverer's listLeaseExpiredCmd with retryCmd and
 // archiveCmd (recover_tasks.lua, which calls finish_task.lua's body;
 // recoverer.go's 30 s slack, LeaseSlack, and its error, LeaseExpired),
 // the janitor's deleteExpiredCompletedTasksCmd (delete_completed.lua),

@@ -107,11 +107,13 @@ func ScheduledScore(t time.Time) int64 { return t.Add(time.Second - time.Nanosec
 
 // ForwardBatch is how many due tasks one forward moves at most: one
 // MULTI/EXEC, or one script call when that falls back. Redis runs either
-// whole, answering no one else meanwhile: at about 2 µs a task (the
-// transaction, BenchmarkForwardRedisCost) a batch keeps it from a PING
-// for a few milliseconds, where 4,000 in the script (6.4 µs a task) kept
-// it for 25 ms. Also under Lua's limit of ~8000 values to unpack.
-const ForwardBatch = 1000
+// whole and answers no one else meanwhile: 500 in the transaction take
+// it about 1.5 ms, where calls of 4,000 in the script held a PING 22-37
+// ms (p99, the warm burst at 100k). Smaller batches cost Redis no more per task
+// (BenchmarkForwardRedisCost at 100k: 4.2-4.4 µs a task at 500 and at
+// 1,000, PING p99 4 ms against 8-9 ms); Set.Forward keeps a few in
+// flight so Redis does not idle between them.
+const ForwardBatch = 500
 
 // Forward makes the tasks scheduled at or before now runnable (Scheduled
 // set to Pending list), as asynq's forwarder does, and says how many it

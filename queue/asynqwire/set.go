@@ -290,8 +290,12 @@ func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
 // forwardWorkers is how many queues one Forward moves tasks of at once,
 // each on a connection of its own (a WATCH holds one). One at a time,
 // Redis idles while the forwarder reads each batch's ids and builds its
-// transaction; a few at once, one's EXEC runs while the next is sent.
-const forwardWorkers = 4
+// transaction; with a few, one's EXEC runs while the next is sent. Each
+// EXEC that Redis runs in the same turn of its loop delays a PING, so
+// more are no faster and hold a PING longer (BenchmarkForwardRedisCost
+// at 100k, batches of 500: 3 forwarded in 444-466 ms with PING p99 4.0-
+// 4.2 ms; 2 in 523-536 ms; 4 in 440-456 ms with PING p99 5.0-5.4 ms).
+const forwardWorkers = 3
 
 func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string) (int, error) {
 	// ZCOUNT is a lookup in the set's index: an idle forward costs Redis

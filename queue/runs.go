@@ -322,30 +322,31 @@ type doneCall struct {
 
 // FinishLaunched records the status u of a run a launcher started, as
 // ReportTaskStatus does, and finishes its task t as done, in one script
-// call: the two writes that end a launched run. It says whether the task
-// was finished (false: it was no longer held; a launcher recovered it
-// when its lease expired). An ErrConflict or ErrNotFound says the
+// call with the other runs of its shard that end at the same time
+// (status_done_many.lua): the two writes that end a launched run. It
+// says whether the task was finished (false: it was no longer held; a
+// launcher recovered it when its lease expired). An ErrConflict or
+// ErrNotFound says the
 // status was not recorded, as ReportTaskStatus's; the task is finished
 // all the same, as it would be after such a report.
 func (s *Store) FinishLaunched(ctx context.Context, t *asynqwire.Task, p *TaskPayload, u StatusUpdate) (bool, error) {
-	keys, args, err := t.FinishCall(asynqwire.Done, time.Time{}, "", time.Now()) // asynq's servers count by their host clock
-	if err != nil {
-		return false, err
-	}
-	d := &doneCall{keys: keys, args: args}
-	err = s.reportStatusAnd(ctx, s.taskShard(p), p.IdempotencyKey, p.ScheduleID, u, d)
-	return d.finished, err
+	return s.finishLaunchedTogether(ctx, t, p, u)
 }
 
 // reportStatusAnd is reportStatus, with the task end done (nil: none)
 // in the same script call.
 func (s *Store) reportStatusAnd(ctx context.Context, sh int, key, sid string, u StatusUpdate, done *doneCall) error {
+	return s.reportStatusFrom(ctx, sh, key, sid, "", u, done)
+}
+
+// reportStatusFrom is reportStatusAnd naming owner's active set first
+// ("": none), as a call that was answered statusRetry knows it.
+func (s *Store) reportStatusFrom(ctx context.Context, sh int, key, sid, owner string, u StatusUpdate, done *doneCall) error {
 	u.Error, u.RunID = cut(u.Error, model.MaxRunErrorLen), cut(u.RunID, model.MaxIDLen)
 	failed := ""
 	if u.DeliveryFailed {
 		failed = flagSet
 	}
-	owner := ""
 	var res []any
 	for try := 1; ; try++ {
 		skey, bfq := runKey(sh, key), runKey(sh, key) // declared keys of the slot when there is no schedule
@@ -380,6 +381,12 @@ func (s *Store) reportStatusAnd(ctx context.Context, sh int, key, sid string, u 
 		sid, _ = res[1].(string)
 		owner, _ = res[2].(string)
 	}
+	return s.statusAnswer(ctx, sh, key, u, res)
+}
+
+// statusAnswer turns status.lua's answer res to the report u of run key
+// on shard sh into its error, and counts what the run's end did.
+func (s *Store) statusAnswer(ctx context.Context, sh int, key string, u StatusUpdate, res []any) error {
 	code, _ := res[0].(int64)
 	cur, _ := res[1].(string)
 	switch {

@@ -257,6 +257,13 @@ const (
 
 	statusDoneNotFinished = -1 // status_done.lua: the status script answered statusRetry, so the task's end was not called
 
+	// status_done_many.lua's layout: the keys and arguments all its runs
+	// share, then each run's.
+	endsSharedKeys = 11
+	endsRunKeys    = 5
+	endsSharedArgs = 3
+	endsRunArgs    = 13
+
 	manualExists  = 0 // manual_run.lua: a run has this key
 	manualCreated = 1 // manual_run.lua: created, by this call
 	manualKeyHeld = 2 // manual_run.lua: another run's live task has this key
@@ -336,6 +343,7 @@ var luaNames = []struct {
 	{"alarmCancelSame", alarmCancelSame}, {"alarmCancelDone", alarmCancelDone},
 	{"statusNotFound", statusNotFound}, {"statusUnchanged", statusUnchanged}, {"statusChanged", statusChanged}, {"statusRetry", statusRetry},
 	{"statusDoneNotFinished", statusDoneNotFinished},
+	{"endsSharedKeys", endsSharedKeys}, {"endsRunKeys", endsRunKeys}, {"endsSharedArgs", endsSharedArgs}, {"endsRunArgs", endsRunArgs},
 	{"manualExists", manualExists}, {"manualCreated", manualCreated}, {"manualKeyHeld", manualKeyHeld},
 	{"attemptNotEnqueued", attemptNotEnqueued},
 	{"commitStale", commitStale}, {"requestNotClaimed", requestNotClaimed}, {"requestAnswered", requestAnswered}, {"commitApplied", commitApplied},

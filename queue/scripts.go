@@ -123,6 +123,7 @@ var (
 	trimHistoryScript    = loadScript("trim_history", "enqueue_task")
 	statusScript         = loadScript("status", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
 	statusDoneScript     = loadScript("status_done", "unhold", "release", "run_record", "alarm_lifecycle", "autopause", "status_main", "finish_task_main")
+	statusDoneManyScript = loadScript("status_done_many", "unhold", "release", "run_record", "alarm_lifecycle", "autopause", "status_main")
 	expireInflightScript = loadScript("expire_inflight", "unhold", "release", "run_record", "alarm_lifecycle", "autopause")
 	manualRunScript      = loadScript("manual_run", "enqueue_task", "run_record")
 	backfillScript       = loadScript("backfill", "enqueue_task", "run_record")

@@ -23,6 +23,7 @@ type Store struct {
 	clock       Clock
 	cfg         Config
 	batch       *batcher           // upserts of concurrent API requests
+	ends        *endGatherer       // launched runs' ends, written together (FinishLaunched)
 	queues      []*asynqwire.Queue // each shard's run queue (ShardQueue)
 	tasks       *asynqwire.Set     // the shards' run queues and the legacy one
 	defs        *defCache          // compiled definitions of due schedules
@@ -54,6 +55,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	}
 	b := &batcher{rdb: rdb}
 	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags, ledger: newLedgerMetrics()}
+	s.ends = &endGatherer{s: s}
 	s.queues = make([]*asynqwire.Queue, c.Shards)
 	for i := range s.queues {
 		s.queues[i] = asynqwire.New(rdb, ShardQueue(c.QueueName, i), b.runScript)

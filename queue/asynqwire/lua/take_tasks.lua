@@ -39,17 +39,32 @@ if not first then
 end
 local out = {tostring(first - 3)}
 local left = tonumber(ARGV[2])
+local leases = {}
 for i = first, #ARGV do
-  if left == 0 or (i > first and redis.call('LINDEX', KEYS[1], -1) ~= ARGV[i]) then
+  if left == 0 then
     break
   end
-  redis.call('RPOPLPUSH', KEYS[1], KEYS[3])
+  -- The list's end was ARGV[first] above; after that, the task popped is
+  -- checked instead of reading the end first (one command, not two): one
+  -- that is not the next id read goes back where it was, and the take
+  -- ends there.
+  local got = redis.call('RPOPLPUSH', KEYS[1], KEYS[3])
+  if got ~= ARGV[i] then
+    if got then
+      redis.call('RPUSH', KEYS[1], redis.call('LPOP', KEYS[3]))
+    end
+    break
+  end
   local key = KEYS[i + 2]
   redis.call('HSET', key, 'state', 'active')
   redis.call('HDEL', key, 'pending_since')
-  redis.call('ZADD', KEYS[4], ARGV[1], ARGV[i])
+  leases[#leases + 1] = ARGV[1]
+  leases[#leases + 1] = ARGV[i]
   out[#out + 1] = ARGV[i]
   out[#out + 1] = redis.call('HGET', key, 'msg') or ''
   left = left - 1
+end
+if #leases > 0 then
+  redis.call('ZADD', KEYS[4], unpack(leases))
 end
 return out

@@ -20,7 +20,7 @@ import (
 // The runs of a shard that end together are written in one
 // status_done_many.lua call, each as status_done.lua would write it:
 // its status recorded, its task completed and counted once, out of the
-// active list and the lease set. A task asynq recovered meanwhile is left
+// active list and the lease set. A task recovered meanwhile (its lease expired) is left
 // as it is; a run whose record names a schedule the task did not is
 // written nothing, and FinishLaunched reports it again alone. asynq's
 // total wraps at the largest int64 as asynq's own finish wraps it.
@@ -43,7 +43,7 @@ func TestEndsOfAShardAreWrittenInOneCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tasks, len(keys))
 	qk := s.RunQueue(0).Keys()
-	require.NoError(t, rdb.LRem(ctx, qk.Active(), 0, "recovered").Err(), "as asynq's recovery takes it")
+	require.NoError(t, rdb.LRem(ctx, qk.Active(), 0, "recovered").Err(), "as a recovery of its expired lease takes it")
 	require.NoError(t, rdb.HSet(ctx, queue.RunKey(0, "other-schedule"), queue.RfSchedule, "s1").Err())
 	require.NoError(t, rdb.Set(ctx, qk.ProcessedTotal(), "9223372036854775806", 0).Err())
 
@@ -65,7 +65,7 @@ func TestEndsOfAShardAreWrittenInOneCall(t *testing.T) {
 			require.False(t, e.Finished)
 		case "recovered":
 			require.Equal(t, int64(queue.StatusChanged), e.Code)
-			require.False(t, e.Finished, "no longer held: left to asynq")
+			require.False(t, e.Finished, "no longer held: left to its recovery")
 		default:
 			require.Equal(t, int64(queue.StatusChanged), e.Code, key)
 			require.True(t, e.Finished, key)
@@ -88,7 +88,7 @@ func TestEndsOfAShardAreWrittenInOneCall(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, asynq.TaskStateCompleted, info.State, k)
 	}
-	require.Equal(t, "active", rdb.HGet(ctx, qk.Task("recovered"), "state").Val(), "left as asynq's recovery finds it")
+	require.Equal(t, "active", rdb.HGet(ctx, qk.Task("recovered"), "state").Val(), "left as its recovery finds it")
 	require.Zero(t, rdb.LLen(ctx, qk.Active()).Val())
 	require.Equal(t, []string{"recovered"}, rdb.ZRange(ctx, qk.Lease(), 0, -1).Val())
 	require.Equal(t, "4", rdb.Get(ctx, qk.Processed(time.Now())).Val(), "each finished task counted once")

@@ -8,7 +8,7 @@
 -- their commands where asynq's finish repeats them per task (the lease
 -- set's ZREM, the completed set's ZADD, the counters).
 -- A task is finished as finish_task.lua finishes it done: out of the
--- active list (none that is no longer there: asynq recovered it), out
+-- active list (none that is no longer there: it was recovered when its lease expired), out
 -- of the lease set, into the completed set with its message (or deleted
 -- without retention), counted processed.
 -- A run whose status script answers statusRetry (the caller named the

@@ -110,7 +110,7 @@ func ScheduledScore(t time.Time) int64 { return t.Add(time.Second - time.Nanosec
 // whole and answers no one else meanwhile: 500 in the transaction take
 // it about 1.5 ms, where calls of 4,000 in the script held a PING 22-37
 // ms (p99, the warm burst at 100k). Smaller batches cost Redis no more per task
-// (BenchmarkForwardRedisCost at 100k: 4.2-4.4 µs a task at 500 and at
+// (BenchmarkForwardRedisCost at 100k: 4.2-4.5 µs a task at 500 and at
 // 1,000, PING p99 4 ms against 8-9 ms); Set.Forward keeps a few in
 // flight so Redis does not idle between them.
 const ForwardBatch = 500

@@ -109,10 +109,10 @@ func ScheduledScore(t time.Time) int64 { return t.Add(time.Second - time.Nanosec
 // MULTI/EXEC, or one script call when that falls back. Redis runs either
 // whole and answers no one else meanwhile: 500 in the transaction take
 // it about 1.5 ms, where calls of 4,000 in the script held a PING 22-37
-// ms (p99, the warm burst at 100k). Smaller batches cost Redis no more per task
-// (BenchmarkForwardRedisCost at 100k: 4.2-4.5 µs a task at 500 and at
-// 1,000, PING p99 4 ms against 8-9 ms); Set.Forward keeps a few in
-// flight so Redis does not idle between them.
+// ms (p99, the warm burst at 100k). Smaller batches cost Redis no more
+// per task (BenchmarkForwardRedisCost at 100k: 4.2-4.5 µs a task at 500
+// and at 1,000, PING p99 4 ms against 8-9 ms); Set.Forward keeps a few
+// in flight so Redis does not idle between them.
 const ForwardBatch = 500
 
 // Forward makes the tasks scheduled at or before now runnable (Scheduled
@@ -150,10 +150,10 @@ func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, e
 // forward.lua does. Redis runs the EXEC only if from is as it was read,
 // so the ids read are still there and due, and none was moved by another
 // forwarder since: that is the script's per-id check, made once for the
-// batch. Without Lua, a task costs Redis about a third of the script's
+// batch. Without Lua, a task costs Redis about half the script's
 // instructions (BenchmarkForwardRedisCost). When from changed (another
 // forwarder, a task written ahead or a retry meanwhile), the EXEC writes
-// nothing and forward.lua moves the ids read, checking each.
+// nothing and forward.lua moves the ids read that are still due.
 func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (moved, read int, err error) {
 	var ids []string
 	changed := false

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -56,7 +57,7 @@ func BenchmarkUpsertNewSchedule(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"created":true`) {
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"created":true`)) {
 			b.Fatalf("upsert %d: %d %s", i, rec.Code, rec.Body)
 		}
 	}

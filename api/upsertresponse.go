@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,12 +16,21 @@ import (
 // indent, and any value appendJSON does not write itself go to c.JSON.
 func writeUpsertResponse(c echo.Context, r *UpsertResponse) error {
 	if c.Request().URL.RawQuery == "" && !c.Echo().Debug {
-		if b, ok := r.appendJSON(make([]byte, 0, 256)); ok {
-			return c.JSONBlob(http.StatusOK, b)
+		buf := responseBufs.Get().(*[]byte)
+		defer responseBufs.Put(buf)
+		if b, ok := r.appendJSON((*buf)[:0]); ok {
+			if cap(b) <= 4096 {
+				*buf = b[:0] // kept, grown if it had to grow
+			}
+			return c.JSONBlob(http.StatusOK, b) // copied into the connection's buffer (or a recorder's)
 		}
 	}
 	return c.JSON(http.StatusOK, r)
 }
+
+// responseBufs are the buffers upsert answers are written in, reused: a
+// new one was an allocation an upsert.
+var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // appendJSON appends r as encoding/json's Encoder writes it (HTML
 // escaped, a newline after); ok is false when a value needs what only

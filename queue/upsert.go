@@ -69,6 +69,24 @@ func omittedArg(given uint64) any {
 	return v
 }
 
+// upsertKeys are the due and version keys of shards 0 to ShardsMax-1,
+// which every upsert sends: joined once, not twice an upsert.
+var upsertKeys = func() [][2]string {
+	k := make([][2]string, ShardsMax)
+	for s := range k {
+		k[s] = [2]string{dueKey(s), versionsKey(s)}
+	}
+	return k
+}()
+
+// shardUpsertKeys returns shard s's due and version keys.
+func shardUpsertKeys(s int) (due, versions string) {
+	if s >= 0 && s < len(upsertKeys) {
+		return upsertKeys[s][0], upsertKeys[s][1]
+	}
+	return dueKey(s), versionsKey(s)
+}
+
 // scriptOwned are the definition fields upsert.lua decides, from what is
 // stored: they are never sent.
 func scriptOwned(f string) bool { return f == sfAnchor || f == sfCreated || f == sfUpdated }
@@ -98,20 +116,24 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	}
 	// The arguments are built in one slice of the size they take: this
 	// function's appends and maps were a third of the API's allocations
-	// under load, and the garbage collector's work grows with them.
+	// under load, and the garbage collector's work grows with them. The
+	// strings go as pointers (go-redis writes a *string as the string),
+	// into hdr and all: boxing each string in an interface was an
+	// allocation, sixteen an upsert.
 	nowMS, timing := strconv.FormatInt(ms(now), 10), timingHash(&next)
 	anchorMS := strconv.FormatInt(ms(next.Anchor), 10)
+	hdr := &[...]string{rec.ID, nowMS, anchorMS, nextMS, timing, actMS}
+	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(all))
+	copy(args, []any{&hdr[0], &hdr[1], &hdr[2], &hdr[3], &hdr[4], lead, &hdr[5], "", "", nil})
 	var given uint64 // bit i: defFields[i] is sent
 	for i := 0; i < len(all); i += 2 {
-		given |= 1 << defIndex[all[i]]
-	}
-	args := make([]any, upsertHeaderArgs, upsertHeaderArgs+len(all))
-	copy(args, []any{rec.ID, nowMS, anchorMS, nextMS, timing, lead, actMS, "", "", omittedArg(given)})
-	for i := 0; i < len(all); i += 2 {
+		f := defIndex[all[i]]
+		given |= 1 << f
 		if !scriptOwned(all[i]) {
-			args = append(args, defFieldArgs[defIndex[all[i]]], all[i+1])
+			args = append(args, defFieldArgs[f], &all[i+1])
 		}
 	}
+	args[upsertHeaderArgs-1] = omittedArg(given)
 	// The workflow version is looked up in the same pipeline as the
 	// script: a GET of its own was a second round trip per upsert, 12% of
 	// the API's CPU under load.
@@ -132,7 +154,8 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	for try := 1; ; try++ {
 		// The asynq lists only with a history: only settling it
 		// touches them.
-		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh)}
+		keys := []string{scheduleKey(sh, rec.ID), "", historyKey(sh, rec.ID), ""}
+		keys[1], keys[3] = shardUpsertKeys(sh)
 		callArgs := args
 		if len(history) > 0 {
 			keys = append(keys, q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed())

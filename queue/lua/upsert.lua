@@ -49,12 +49,12 @@
 -- {upsertStale} when the id is new and its history is not what the caller
 -- read, nothing written: read it and call again.
 --
--- One path serves new and existing schedules. A new one costs five
--- commands (EXISTS, the history check, INCR, one HSET, ZADD): what the
--- path would read back of a hash that did not exist is known (nothing to
--- delete, no jitter to compare, no hold, no pause), so every such read is
--- behind `exists`, and the fields are written in one HSET. Each command
--- saved is a few µs of Redis per upsert (issue 28).
+-- One path serves new and existing schedules. A new one costs four
+-- commands (one EXISTS of its hash and history, INCR, one HSET, ZADD):
+-- what the path would read back of a hash that did not exist is known
+-- (nothing to delete, no jitter to compare, no hold, no pause), so every
+-- such read is behind `exists`, and the fields are written in one HSET.
+-- Each command saved is a few µs of Redis per upsert (issue 28).
 local id, now, anchor, nextAt, timingHash, lead, act =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local omitted = ARGV[upsertHeaderArgs]
@@ -64,11 +64,24 @@ if #KEYS > 4 then
   m = (#KEYS - 9) / 3
 end
 local last = #ARGV - m -- the definition's pairs end here
-local exists = redis.call('EXISTS', KEYS[1]) == 1
+-- One EXISTS of the hash and the history tells most calls apart: none
+-- (a new id without a history, which needs no history check), or both
+-- (a schedule with runs). Only one of the two takes a second EXISTS.
+local exists, runs = nil, nil
+if m == 0 then
+  local n = redis.call('EXISTS', KEYS[1], KEYS[3])
+  if n == 0 then
+    exists, runs = false, {}
+  elseif n == 2 then
+    exists = true
+  end
+end
+if exists == nil then
+  exists = redis.call('EXISTS', KEYS[1]) == 1
+end
 if exists and redis.call('HGET', KEYS[1], sfTarget) == targetWake then
   return {upsertIsAlarm}
 end
-local runs = nil
 if exists then
   local same = true
   for i = first, last, 2 do
@@ -88,7 +101,7 @@ if exists then
   if same then
     return {upsertUnchanged, 0, redis.call('HGETALL', KEYS[1])}
   end
-else
+elseif not runs then
   runs = run_history_keys(KEYS[3], last + 1, m, 10, 3)
   if not runs then
     return {upsertStale}
@@ -129,27 +142,34 @@ do
   if #del > 0 then
     redis.call('HDEL', KEYS[1], unpack(del))
   end
-  local f = {sfTiming, timingHash, sfUpdated, now}
-  for i = first, last do
-    f[#f + 1] = ARGV[i]
-  end
-  local tail = {sfVer, ver}
-  if not exists then
-    tail[#tail + 1] = sfCreated
-    tail[#tail + 1] = now
-  end
-  if timing then
-    tail[#tail + 1] = sfAnchor
-    tail[#tail + 1] = anchor
-    if nextAt ~= '' then
-      tail[#tail + 1] = sfNext
-      tail[#tail + 1] = nextAt
+  if not exists and nextAt ~= '' then
+    -- A new schedule with a next time, the common case: the same fields
+    -- as below, the definition's last, without building a table of them.
+    redis.call('HSET', KEYS[1], sfTiming, timingHash, sfUpdated, now, sfVer, ver, sfCreated, now,
+      sfAnchor, anchor, sfNext, nextAt, unpack(ARGV, first, last))
+  else
+    local f = {sfTiming, timingHash, sfUpdated, now}
+    for i = first, last do
+      f[#f + 1] = ARGV[i]
     end
+    local tail = {sfVer, ver}
+    if not exists then
+      tail[#tail + 1] = sfCreated
+      tail[#tail + 1] = now
+    end
+    if timing then
+      tail[#tail + 1] = sfAnchor
+      tail[#tail + 1] = anchor
+      if nextAt ~= '' then
+        tail[#tail + 1] = sfNext
+        tail[#tail + 1] = nextAt
+      end
+    end
+    for _, v in ipairs(tail) do
+      f[#f + 1] = v
+    end
+    redis.call('HSET', KEYS[1], unpack(f))
   end
-  for _, v in ipairs(tail) do
-    f[#f + 1] = v
-  end
-  redis.call('HSET', KEYS[1], unpack(f))
 end
 local settled = 0 -- runs of a deleted schedule of this id recorded SKIPPED (reasonDeleted)
 if not exists and m > 0 then

@@ -298,7 +298,8 @@ func (ln *lane) endOf(t *taken, err error) taskEnd {
 }
 
 // finishLaunched writes the status of a run the executor accepted and
-// finishes its task as done, in one script call (queue.Store.FinishLaunched):
+// finishes its task as done, in one script call (queue.Store.FinishLaunched,
+// with the other runs of its shard that end at the same time):
 // a launched run's two writes were two script calls, one after the
 // other. When that call fails, the two are made one by one as an asynq
 // handler would make them: the status retried while the attempt may run

@@ -82,7 +82,7 @@ const gatherWait = 2 * time.Millisecond
 const leaseExtendInterval = 5 * time.Second
 
 // finishPatience is how long the lane retries finishing a task before it
-// leaves the task to asynq's recovery (its lease then expires).
+// leaves the task to the launchers' recovery (its lease then expires).
 const finishPatience = 20 * time.Second
 
 type lane struct {
@@ -315,7 +315,7 @@ func (ln *lane) finishLaunched(t *taken) {
 	}
 	if err == nil {
 		if !mine {
-			l.logger.Warn("run task recovered by asynq before this launcher finished it (its lease expired)", "task_id", t.ID, "end", asynqwire.Done)
+			l.logger.Warn("run task recovered by another launcher before this one finished it (its lease expired)", "task_id", t.ID, "end", asynqwire.Done)
 		}
 		ln.mu.Lock()
 		delete(ln.held, t.Task)
@@ -375,12 +375,12 @@ func (ln *lane) finish(t *taken, e taskEnd) {
 		cancel()
 		switch {
 		case err == nil && !mine:
-			ln.l.logger.Warn("run task recovered by asynq before this launcher finished it (its lease expired)", "task_id", t.ID, "end", end)
+			ln.l.logger.Warn("run task recovered by another launcher before this one finished it (its lease expired)", "task_id", t.ID, "end", end)
 			return
 		case err == nil:
 			return
 		case time.Now().Add(wait).After(giveUp):
-			ln.l.logger.Error("run task not finished; asynq will recover it when its lease expires", "task_id", t.ID, "end", end, "err", err)
+			ln.l.logger.Error("run task not finished; a launcher will recover it when its lease expires", "task_id", t.ID, "end", end, "err", err)
 			return
 		}
 		ln.l.logger.Warn("finishing a run task failed; retrying", "task_id", t.ID, "end", end, "err", err, "retry_in", wait)

@@ -3,6 +3,7 @@ package asynqwire_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +24,10 @@ import (
 // read, checking each. These tests change the set between the read and
 // the EXEC.
 
-// beforeExec is a go-redis hook that calls change before each MULTI/EXEC
-// its client sends, with the transaction's number (from 1).
+// beforeExec is a go-redis hook that calls change before each forward
+// transaction its client sends (a pipeline with a ZREM: a cluster
+// client's hook sees the commands before MULTI and EXEC wrap them), with
+// the transaction's number (from 1).
 type beforeExec struct {
 	change func(n int)
 	mu     sync.Mutex
@@ -38,7 +41,7 @@ func (h *beforeExec) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *beforeExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && cmds[0].Name() == "multi" {
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "zrem" }) {
 			h.mu.Lock()
 			h.n++
 			n := h.n
@@ -47,6 +50,20 @@ func (h *beforeExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// addTo adds the hook to rdb; on a cluster, to each master's client
+// too, which runs the forward's WATCH and transaction.
+func (h *beforeExec) addTo(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		require.NoError(t, cc.ForEachShard(context.Background(), func(_ context.Context, c *redis.Client) error {
+			c.AddHook(h)
+			return nil
+		}))
+		return
+	}
+	rdb.AddHook(h)
 }
 
 func (h *beforeExec) count() int {
@@ -70,7 +87,7 @@ func TestForwardFallsBackToTheScriptWhenTheSetChanged(t *testing.T) {
 	}}
 	rdb, q, hook, client := casQueue(t, ":scheduled", func(int) {})
 	c = client
-	rdb.AddHook(exec)
+	exec.addTo(t, rdb)
 	enqueue(t, c, []asynq.Option{asynq.ProcessAt(at)}, "k1", "k2", "k3")
 
 	moved, err := q.Forward(ctx, at.Add(time.Second))
@@ -92,7 +109,7 @@ func TestForwardMovesABatchInOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	exec := &beforeExec{change: func(int) {}}
 	rdb, q, hook, c := casQueue(t, ":scheduled", func(int) {})
-	rdb.AddHook(exec)
+	exec.addTo(t, rdb)
 	at := time.Now().Add(time.Hour)
 	enqueue(t, c, []asynq.Option{asynq.ProcessAt(at)}, "k1", "k2")
 	enqueue(t, c, []asynq.Option{asynq.ProcessAt(at.Add(time.Second))}, "next")
@@ -134,7 +151,7 @@ func TestConcurrentForwardersMoveEachTaskOnce(t *testing.T) {
 	scripts := &queuetest.ScriptHook{Match: func(keys []string) bool { return len(keys) > 0 && strings.HasSuffix(keys[0], ":scheduled") }}
 	exec := &beforeExec{change: func(int) {}}
 	rdb.AddHook(scripts)
-	rdb.AddHook(exec)
+	exec.addTo(t, rdb)
 	const shards, n, forwarders = 4, 3*asynqwire.ForwardBatch + 7, 4
 	at := time.Now().Add(time.Hour).Truncate(time.Second)
 	clock := queue.NewSimClock(at.Add(-time.Minute))

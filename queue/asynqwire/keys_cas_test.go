@@ -162,13 +162,13 @@ func TestForwardMovesOnlyTheIDsStillDue(t *testing.T) {
 	var rdb redis.UniversalClient
 	var q *asynqwire.Queue
 	rdb, q, hook, c := casQueue(t, ":scheduled", func(int) {})
-	rdb.AddHook(&beforeExec{change: func(n int) {
+	(&beforeExec{change: func(n int) {
 		if n == 1 { // another forwarder moves k1
 			require.NoError(t, rdb.ZRem(ctx, q.Keys().Scheduled(), "k1").Err())
 			require.NoError(t, rdb.LPush(ctx, q.Keys().Pending(), "k1").Err())
 			require.NoError(t, rdb.HSet(ctx, q.Keys().Task("k1"), "state", "pending").Err())
 		}
-	}})
+	}}).addTo(t, rdb)
 	at := time.Now().Add(time.Hour)
 	enqueue(t, c, []asynq.Option{asynq.ProcessAt(at)}, "k1", "k2", "k3")
 	enqueue(t, c, []asynq.Option{asynq.ProcessAt(at.Add(time.Hour))}, "later")

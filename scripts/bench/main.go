@@ -7,7 +7,7 @@
 //	go run ./scripts/bench                 # default sizes, ~13 minutes
 //	go run ./scripts/bench -quick          # small sizes, short waits
 //	go run ./scripts/bench -only burst,api # some scenarios
-//	go run ./scripts/bench -million        # adds 1M-schedule burst, peer and footprint
+//	go run ./scripts/bench -million        # adds 1M-schedule burst and footprint
 //	go run ./scripts/bench -profile        # adds an in-process pprof burst
 //
 // Every chronos process is the real binary (built from ./cmd/chronos) with
@@ -307,7 +307,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	only := fs.String("only", "", "comma-separated scenarios to run (default all but profile): "+strings.Join(scenarios, ","))
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short waits (about a minute); flags given explicitly still win")
-	fs.BoolVar(&cfg.million, "million", false, "add 1,000,000 schedules to the burst, peer and footprint sizes")
+	fs.BoolVar(&cfg.million, "million", false, "add 1,000,000 schedules to the burst and footprint sizes")
 	profile := fs.Bool("profile", false, "add the in-process CPU-profiled burst (scenario 'profile')")
 	cluster := fs.Bool("cluster", false, "add the cold burst on one Redis beside a 3-master Redis Cluster, with each master's CPU per run (scenario 'cluster')")
 	fs.IntVar(&cfg.clusterN, "cluster-n", 100000, "cluster: schedules due in the same second, on each topology")
@@ -416,10 +416,6 @@ func parseFlags(args []string) (config, error) {
 		}
 		if !slices.Contains(cfg.footprintSizes, 1000000) {
 			cfg.footprintSizes = append(cfg.footprintSizes, 1000000)
-		}
-		// The burst's ratio to asynq's Scheduler is taken at the same N.
-		if !slices.Contains(cfg.peerSizes, 1000000) {
-			cfg.peerSizes = append(cfg.peerSizes, 1000000)
 		}
 	}
 	cfg.only = map[string]bool{}

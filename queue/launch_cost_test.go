@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,8 +92,8 @@ func measureLaunchEnds(tb testing.TB, n int) launchCost {
 	for sh := range queue.ShardsDefault {
 		require.NoError(tb, s.TickShard(ctx, sh))
 	}
-	before := redisInfo(tb, rdb)
-	launchCallgrind(rdb, "-z")
+	before := queuetest.ReadRedisStats(tb, rdb)
+	queuetest.Callgrind(rdb, "-z")
 	for ended := 0; ended < n; {
 		batch, err := store.Tasks().Take(ctx, 9)
 		require.NoError(tb, err)
@@ -112,17 +111,16 @@ func measureLaunchEnds(tb testing.TB, n int) launchCost {
 		ends.Wait()
 		ended += len(batch)
 	}
-	launchCallgrind(rdb, "-d")
-	after := redisInfo(tb, rdb)
+	queuetest.Callgrind(rdb, "-d")
+	after := queuetest.ReadRedisStats(tb, rdb)
 
 	var c launchCost
 	var parts []string
-	for k, v := range after {
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		if !ok || name == "info" {
+	for name, v := range after.Cmds {
+		if name == "info" {
 			continue
 		}
-		calls := (statField(v, "calls") - statField(before[k], "calls")) / float64(n)
+		calls := (v.Calls - before.Cmds[name].Calls) / float64(n)
 		if calls <= 0 {
 			continue
 		}
@@ -130,60 +128,14 @@ func measureLaunchEnds(tb testing.TB, n int) launchCost {
 		switch name {
 		case "evalsha", "eval":
 			c.evalsha += calls
-			c.evalshaUS += (statField(v, "usec") - statField(before[k], "usec")) / float64(n)
+			c.evalshaUS += (v.Usec - before.Cmds[name].Usec) / float64(n)
 		default:
 			c.cmds += calls
 		}
 	}
 	sort.Strings(parts)
-	cpu := func(m map[string]string) float64 {
-		u, _ := strconv.ParseFloat(m["used_cpu_user"], 64)
-		sy, _ := strconv.ParseFloat(m["used_cpu_sys"], 64)
-		return u + sy
-	}
-	c.cpuUS = (cpu(after) - cpu(before)) * 1e6 / float64(n)
+	c.cpuUS = (after.CPU - before.CPU) * 1e6 / float64(n)
 	c.line = fmt.Sprintf("EVALSHA %.2f (%.1f µs), %.2f commands inside (%s), Redis CPU %.1f µs",
 		c.evalsha, c.evalshaUS, c.cmds, strings.Join(parts, ", "), c.cpuUS)
 	return c
-}
-
-// redisInfo is INFO commandstats and cpu as field -> value.
-func redisInfo(tb testing.TB, rdb *redis.Client) map[string]string {
-	s, err := rdb.Info(context.Background(), "commandstats", "cpu").Result()
-	require.NoError(tb, err)
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// statField reads field f of a commandstats line (calls=3,usec=12,...).
-func statField(line, f string) float64 {
-	for _, kv := range strings.Split(line, ",") {
-		if v, ok := strings.CutPrefix(kv, f+"="); ok {
-			x, _ := strconv.ParseFloat(v, 64)
-			return x
-		}
-	}
-	return 0
-}
-
-// launchCallgrind runs callgrind_control with arg on the redis-server rdb
-// talks to when CALLGRIND=1 (see BenchmarkLaunchedRunRedisCost).
-func launchCallgrind(rdb *redis.Client, arg string) {
-	if os.Getenv("CALLGRIND") != "1" {
-		return
-	}
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
-			_ = exec.Command("callgrind_control", arg, pid).Run()
-		}
-	}
 }

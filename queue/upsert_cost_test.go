@@ -92,7 +92,7 @@ func measureUpserts(tb testing.TB, n, workers int) upsertCost {
 	}
 	upsert("warm-up") // loads the script: the EVAL and SCRIPT LOAD are not measured
 
-	a := commandStats(tb, rdb)
+	a := queuetest.ReadRedisStats(tb, rdb)
 	var wg sync.WaitGroup
 	ids := make(chan int)
 	for range min(workers, n) {
@@ -107,13 +107,13 @@ func measureUpserts(tb testing.TB, n, workers int) upsertCost {
 	}
 	close(ids)
 	wg.Wait()
-	z := commandStats(tb, rdb)
+	z := queuetest.ReadRedisStats(tb, rdb)
 
 	per := func(d float64) float64 { return d / float64(n) }
 	c := upsertCost{calls: map[string]float64{}}
 	var parts []string
-	for name, s := range z.cmds {
-		d := s.calls - a.cmds[name].calls
+	for name, s := range z.Cmds {
+		d := s.Calls - a.Cmds[name].Calls
 		switch {
 		case d <= 0 || name == "info":
 			continue
@@ -125,7 +125,7 @@ func measureUpserts(tb testing.TB, n, workers int) upsertCost {
 		case name == "exists":
 			d -= float64(n) // the workflow version's, beside the script
 		case name == "evalsha":
-			c.evalshaUS = (s.usec - a.cmds[name].usec) / d
+			c.evalshaUS = (s.Usec - a.Cmds[name].Usec) / d
 			parts = append(parts, fmt.Sprintf("evalsha %.3f calls, %.1f µs/call", per(d), c.evalshaUS))
 			continue
 		}
@@ -136,48 +136,9 @@ func measureUpserts(tb testing.TB, n, workers int) upsertCost {
 		}
 	}
 	sort.Strings(parts)
-	c.cpuUS = (z.cpu - a.cpu) * 1e6 / float64(n)
+	c.cpuUS = (z.CPU - a.CPU) * 1e6 / float64(n)
 	c.line = fmt.Sprintf("%.2f commands in the script (%s), Redis CPU %.1f µs", c.inner, strings.Join(parts, ", "), c.cpuUS)
 	return c
-}
-
-type cmdStat struct{ calls, usec float64 }
-
-type redisStats struct {
-	cmds map[string]cmdStat
-	cpu  float64 // seconds
-}
-
-// commandStats reads INFO commandstats and cpu.
-func commandStats(tb testing.TB, rdb *redis.Client) redisStats {
-	s, err := rdb.Info(context.Background(), "commandstats", "cpu").Result()
-	require.NoError(tb, err)
-	out := redisStats{cmds: map[string]cmdStat{}}
-	for _, line := range strings.Split(s, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
-			var st cmdStat
-			for _, f := range strings.Split(v, ",") {
-				key, val, _ := strings.Cut(f, "=")
-				switch key {
-				case "calls":
-					st.calls, _ = strconv.ParseFloat(val, 64)
-				case "usec":
-					st.usec, _ = strconv.ParseFloat(val, 64)
-				}
-			}
-			out.cmds[name] = st
-			continue
-		}
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, _ := strconv.ParseFloat(v, 64)
-			out.cpu += f
-		}
-	}
-	return out
 }
 
 // TestUpsertNewScheduleWritesWhatItReturns checks upsert.lua's path for a

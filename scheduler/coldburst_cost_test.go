@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,16 +86,16 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 
 	var out coldBurstCost
 	out.readDue = meterRedis(tb, rdb, n, func() {
-		callgrind(rdb, "-z")
-		defer callgrind(rdb, "-d")
+		queuetest.Callgrind(rdb, "-z")
+		defer queuetest.Callgrind(rdb, "-d")
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			_, err := store.ReadDue(ctx, sh, due, 1000)
 			require.NoError(tb, err)
 		})
 	})
 	out.chronos = meterRedis(tb, rdb, n, func() {
-		callgrind(rdb, "-z") // CALLGRIND=1 runs redis-server under valgrind (see callgrind)
-		defer callgrind(rdb, "-d")
+		queuetest.Callgrind(rdb, "-z") // CALLGRIND=1 runs redis-server under valgrind (see queuetest.Callgrind)
+		defer queuetest.Callgrind(rdb, "-d")
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			require.NoError(tb, s.TickShard(ctx, sh))
 		})
@@ -129,45 +128,13 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 
 // meterRedis runs f and returns what Redis spent on it per unit of n.
 func meterRedis(tb testing.TB, rdb *redis.Client, n int, f func()) redisCost {
-	ctx := context.Background()
-	info := func() map[string]string {
-		s, err := rdb.Info(ctx, "commandstats", "cpu", "stats").Result()
-		require.NoError(tb, err)
-		m := map[string]string{}
-		for _, line := range strings.Split(s, "\r\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok {
-				m[k] = v
-			}
-		}
-		return m
-	}
-	num := func(m map[string]string, k string) float64 {
-		f, _ := strconv.ParseFloat(m[k], 64)
-		return f
-	}
-	calls := func(m map[string]string) map[string]float64 {
-		out := map[string]float64{}
-		for k, v := range m {
-			name, ok := strings.CutPrefix(k, "cmdstat_")
-			if !ok {
-				continue
-			}
-			for _, f := range strings.Split(v, ",") {
-				if c, ok := strings.CutPrefix(f, "calls="); ok {
-					out[name], _ = strconv.ParseFloat(c, 64)
-				}
-			}
-		}
-		return out
-	}
-	a := info()
+	a := queuetest.ReadRedisStats(tb, rdb)
 	f()
-	z := info()
-	ca, cz := calls(a), calls(z)
+	z := queuetest.ReadRedisStats(tb, rdb)
 	var c redisCost
 	var parts []string
-	for name, v := range cz {
-		d := v - ca[name]
+	for name, v := range z.Cmds {
+		d := v.Calls - a.Cmds[name].Calls
 		if d <= 0 || name == "info" || name == "evalsha" || name == "eval" || name == "script|load" {
 			if d > 0 && name != "info" {
 				parts = append(parts, fmt.Sprintf("%s %.3f", name, d/float64(n)))
@@ -177,9 +144,8 @@ func meterRedis(tb testing.TB, rdb *redis.Client, n int, f func()) redisCost {
 		c.cmds += d / float64(n)
 		parts = append(parts, fmt.Sprintf("%s %.3f", name, d/float64(n)))
 	}
-	cpu := func(m map[string]string) float64 { return num(m, "used_cpu_user") + num(m, "used_cpu_sys") }
-	c.cpuUS = (cpu(z) - cpu(a)) * 1e6 / float64(n)
-	c.bytesIn = (num(z, "total_net_input_bytes") - num(a, "total_net_input_bytes")) / float64(n)
+	c.cpuUS = (z.CPU - a.CPU) * 1e6 / float64(n)
+	c.bytesIn = (z.NetInputBytes - a.NetInputBytes) / float64(n)
 	c.cmdLine = fmt.Sprintf("%.2f commands in scripts (%s)", c.cmds, strings.Join(sortedStrings(parts), ", "))
 	return c
 }
@@ -211,25 +177,4 @@ func sortedStrings(s []string) []string {
 		}
 	}
 	return out
-}
-
-// callgrind runs callgrind_control with arg when CALLGRIND=1: with a
-// redis-server on the PATH that runs the real one under valgrind
-// --tool=callgrind --collect-atstart=yes, the burst's own instructions
-// are counted (-z zeroes before it, -d dumps after). It names the
-// process rdb talks to (INFO's process_id: valgrind execs in place), so
-// another callgrind run on the machine is left alone.
-func callgrind(rdb *redis.Client, arg string) {
-	if os.Getenv("CALLGRIND") != "1" {
-		return
-	}
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
-			_ = exec.Command("callgrind_control", arg, pid).Run()
-		}
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,8 +90,8 @@ func measureForward(tb testing.TB, n int) forwardCost {
 	close(next)
 	wg.Wait()
 
-	a := redisStats(tb, rdb)
-	callgrind(rdb, "-z")
+	a := queuetest.ReadRedisStats(tb, rdb)
+	queuetest.Callgrind(rdb, "-z")
 	stopPings := pingEvery(tb, r.Addr, time.Millisecond)
 	var moved int
 	began := time.Now()
@@ -103,9 +102,9 @@ func measureForward(tb testing.TB, n int) forwardCost {
 	}
 	took := time.Since(began)
 	pings := stopPings()
-	callgrind(rdb, "-d")
+	queuetest.Callgrind(rdb, "-d")
 	require.NoError(tb, err)
-	z := redisStats(tb, rdb)
+	z := queuetest.ReadRedisStats(tb, rdb)
 	require.Equal(tb, n, moved)
 
 	c := forwardCost{forwardMS: float64(took.Microseconds()) / 1000}
@@ -114,15 +113,15 @@ func measureForward(tb testing.TB, n int) forwardCost {
 		c.pingP99MS = float64(pings[len(pings)*99/100].Microseconds()) / 1000
 		c.pingMaxMS = float64(pings[len(pings)-1].Microseconds()) / 1000
 	}
-	c.cpuUS = (z.cpu - a.cpu) * 1e6 / float64(n)
+	c.cpuUS = (z.CPU - a.CPU) * 1e6 / float64(n)
 	var parts []string
-	names := make([]string, 0, len(z.calls))
-	for name := range z.calls {
+	names := make([]string, 0, len(z.Cmds))
+	for name := range z.Cmds {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		calls, usec := z.calls[name]-a.calls[name], z.usec[name]-a.usec[name]
+		calls, usec := z.Cmds[name].Calls-a.Cmds[name].Calls, z.Cmds[name].Usec-a.Cmds[name].Usec
 		if calls <= 0 || name == "info" {
 			continue
 		}
@@ -134,58 +133,6 @@ func measureForward(tb testing.TB, n int) forwardCost {
 	}
 	c.line = fmt.Sprintf("Redis CPU %.2fµs; %.2f commands (%s)", c.cpuUS, c.cmds, strings.Join(parts, ", "))
 	return c
-}
-
-type redisStat struct {
-	cpu         float64
-	calls, usec map[string]float64
-}
-
-func redisStats(tb testing.TB, rdb *redis.Client) redisStat {
-	s, err := rdb.Info(context.Background(), "commandstats", "cpu").Result()
-	require.NoError(tb, err)
-	st := redisStat{calls: map[string]float64{}, usec: map[string]float64{}}
-	for _, line := range strings.Split(s, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, _ := strconv.ParseFloat(v, 64)
-			st.cpu += f
-		}
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		if !ok {
-			continue
-		}
-		for _, f := range strings.Split(v, ",") {
-			if x, ok := strings.CutPrefix(f, "calls="); ok {
-				st.calls[name], _ = strconv.ParseFloat(x, 64)
-			}
-			if x, ok := strings.CutPrefix(f, "usec="); ok {
-				st.usec[name], _ = strconv.ParseFloat(x, 64)
-			}
-		}
-	}
-	return st
-}
-
-// callgrind runs callgrind_control with arg when CALLGRIND=1, on the
-// redis-server rdb talks to (INFO's process_id: valgrind execs in
-// place), so another callgrind run on the machine is left alone.
-func callgrind(rdb *redis.Client, arg string) {
-	if os.Getenv("CALLGRIND") != "1" {
-		return
-	}
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
-			_ = exec.Command("callgrind_control", arg, pid).Run()
-		}
-	}
 }
 
 // forwardByScript forwards every shard's queue with forward.lua alone, a

@@ -17,7 +17,7 @@ import (
 // asynq's recoverer passes once a minute and takes leases that ended 30
 // s before (asynqwire.LeaseSlack), so a task is recovered 60 to 120 s
 // after its launcher's last lease extension, as before. A shorter
-// interval would recover sooner at the cost of one pipelined read of
+// interval (RECOVER_INTERVAL) would recover sooner at the cost of one pipelined read of
 // every queue's lease set per launcher per interval; the slack, which
 // covers skew between launchers' host clocks, is what keeps a live
 // launcher's tasks, so it stays.

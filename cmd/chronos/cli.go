@@ -93,6 +93,7 @@ type LauncherOpts struct {
 	WakeTimeout     time.Duration `name:"wake-timeout" env:"WAKE_TIMEOUT" default:"30s" help:"Timeout of one wake delivery to WAKE_URL."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SHUTDOWN_TIMEOUT" default:"30s" help:"How long shutdown waits for runs in progress."`
 	ArchiveSweep    time.Duration `name:"archive-sweep-interval" env:"ARCHIVE_SWEEP_INTERVAL" default:"1m" help:"How often runs whose tasks asynq archived before they launched (a launcher killed on the last attempt) are marked FAILED."`
+	RecoverInterval time.Duration `name:"recover-interval" env:"RECOVER_INTERVAL" default:"1m" help:"How often a launcher retries the run tasks of launchers that died or froze: those whose lease ended 30s before."`
 	LaunchGrace     time.Duration `name:"launch-grace" env:"LAUNCH_GRACE" default:"10m" help:"A scheduled run that would start later than this after it was due (every launcher was down) follows its schedule's catch-up policy: none skips it, latest skips all but the latest due run."`
 }
 

@@ -50,6 +50,7 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.Executor", "EXECUTOR"},
 	{"Config.ArchiveSweepInterval", "ARCHIVE_SWEEP_INTERVAL"},
 	{"Config.LaunchGrace", "LAUNCH_GRACE"},
+	{"Config.RecoverInterval", "RECOVER_INTERVAL"},
 
 	{"Config.DefaultOverlapPolicy", "DEFAULT_OVERLAP_POLICY"},
 	{"Config.DefaultCatchupPolicy", "DEFAULT_CATCHUP_POLICY"},
@@ -129,6 +130,7 @@ func launcherConfig(o *LauncherOpts, ex launcher.Executor) *launcher.Config {
 		Executor:             ex,
 		ArchiveSweepInterval: o.ArchiveSweep,
 		LaunchGrace:          o.LaunchGrace,
+		RecoverInterval:      o.RecoverInterval,
 	}
 }
 

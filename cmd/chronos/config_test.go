@@ -31,7 +31,7 @@ func TestEveryFieldTheBinarySetsIsNamed(t *testing.T) {
 	common := Common{Shards: 1, LookaheadMS: 1, RunHistory: 1, TaskRetention: time.Hour, Queue: "q", TaskMaxRetry: 1, TaskTimeout: time.Minute,
 		WorkflowMaxBytes: 1, WorkflowMaxVersions: 1, AlarmMaxActive: 1, RedisWaitReplicas: 1, RedisWaitTimeout: time.Second, RunTimeout: time.Second}
 	sched := SchedulerOpts{TickMS: 1, MaxCatchupPerTick: 1, LeaseTTL: time.Second, MisfireGraceMS: 1}
-	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second}
+	launch := LauncherOpts{Concurrency: 1, ShutdownTimeout: time.Second, ArchiveSweep: time.Second, LaunchGrace: time.Second, RecoverInterval: time.Second}
 	apiOpts := APIOpts{DefaultOverlapPolicy: "skip", DefaultCatchupPolicy: "none", DefaultJitterMS: 1,
 		AlarmMaxFailures: 1, AlarmPayloadMaxBytes: 1, AlarmLabelMaxBytes: 1, AlarmWakeMessageMaxBytes: 1,
 		BackfillMaxRuns: 1, BackfillRate: 1}

@@ -463,7 +463,8 @@ func (p processSpec) validateNumbers() error {
 	if l := p.launch; l != nil {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),
 			positive("EXECUTOR_TIMEOUT", l.ExecutorTimeout), positive("WAKE_TIMEOUT", l.WakeTimeout), positive("SHUTDOWN_TIMEOUT", l.ShutdownTimeout),
-			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep), positive("LAUNCH_GRACE", l.LaunchGrace))
+			positive("ARCHIVE_SWEEP_INTERVAL", l.ArchiveSweep), positive("LAUNCH_GRACE", l.LaunchGrace),
+			positive("RECOVER_INTERVAL", l.RecoverInterval))
 		// asynq cancels an attempt at the task's timeout, cutting a longer
 		// executor call short (and the executor is called again).
 		if l.ExecutorTimeout >= c.TaskTimeout {

@@ -25,29 +25,42 @@ func ShardOf(id string, shards int) int {
 
 // shardPrefix is the prefix of every key of shard s, hash tag included.
 // Every key of a tick is built from it, so the prefixes of the shards
-// SHARDS allows are made once: formatting one per key was 7% of a
-// scheduler's CPU in a cold burst (docs/performance.md).
-func shardPrefix(s int) string {
-	if s >= 0 && s < ShardsMax {
-		return shardPrefixes[s]
+// SHARDS allows, and the keys each shard has one of, are made once:
+// formatting one per key was 7% of a scheduler's CPU in a cold burst, and
+// joining the due and version keys two allocations an upsert
+// (docs/performance.md).
+func shardPrefix(s int) string { return shardKeysOf(s).prefix }
+
+// shardKeys are the keys shard s has one of.
+type shardKeys struct{ prefix, due, inflight, versions, lease string }
+
+var shardKeyTable = func() []shardKeys {
+	t := make([]shardKeys, ShardsMax)
+	for s := range t {
+		t[s] = makeShardKeys(s)
 	}
-	return formatShardPrefix(s)
+	return t
+}()
+
+func shardKeysOf(s int) *shardKeys {
+	if s >= 0 && s < len(shardKeyTable) {
+		return &shardKeyTable[s]
+	}
+	k := makeShardKeys(s)
+	return &k
 }
 
-var shardPrefixes = func() []string {
-	p := make([]string, ShardsMax)
-	for s := range p {
-		p[s] = formatShardPrefix(s)
-	}
-	return p
-}()
+func makeShardKeys(s int) shardKeys {
+	p := formatShardPrefix(s)
+	return shardKeys{prefix: p, due: p + "due", inflight: p + "inflight", versions: p + "vers", lease: p + "lease"}
+}
 
 func formatShardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
 
-func dueKey(s int) string                 { return shardPrefix(s) + "due" }
-func inflightKey(s int) string            { return shardPrefix(s) + "inflight" }
-func versionsKey(s int) string            { return shardPrefix(s) + "vers" }
-func leaseKey(s int) string               { return shardPrefix(s) + "lease" }
+func dueKey(s int) string                 { return shardKeysOf(s).due }
+func inflightKey(s int) string            { return shardKeysOf(s).inflight }
+func versionsKey(s int) string            { return shardKeysOf(s).versions }
+func leaseKey(s int) string               { return shardKeysOf(s).lease }
 func scheduleKey(s int, id string) string { return shardPrefix(s) + segSched + id }
 func historyKey(s int, id string) string  { return shardPrefix(s) + segRuns + id }
 func deletedKey(s int, id string) string  { return shardPrefix(s) + segDeleted + id }

@@ -69,24 +69,6 @@ func omittedArg(given uint64) any {
 	return v
 }
 
-// upsertKeys are the due and version keys of shards 0 to ShardsMax-1,
-// which every upsert sends: joined once, not twice an upsert.
-var upsertKeys = func() [][2]string {
-	k := make([][2]string, ShardsMax)
-	for s := range k {
-		k[s] = [2]string{dueKey(s), versionsKey(s)}
-	}
-	return k
-}()
-
-// shardUpsertKeys returns shard s's due and version keys.
-func shardUpsertKeys(s int) (due, versions string) {
-	if s >= 0 && s < len(upsertKeys) {
-		return upsertKeys[s][0], upsertKeys[s][1]
-	}
-	return dueKey(s), versionsKey(s)
-}
-
 // scriptOwned are the definition fields upsert.lua decides, from what is
 // stored: they are never sent.
 func scriptOwned(f string) bool { return f == sfAnchor || f == sfCreated || f == sfUpdated }
@@ -154,8 +136,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, rec *model.ScheduleRecord) (
 	for try := 1; ; try++ {
 		// The asynq lists only with a history: only settling it
 		// touches them.
-		keys := []string{scheduleKey(sh, rec.ID), "", historyKey(sh, rec.ID), ""}
-		keys[1], keys[3] = shardUpsertKeys(sh)
+		keys := []string{scheduleKey(sh, rec.ID), dueKey(sh), historyKey(sh, rec.ID), versionsKey(sh)}
 		callArgs := args
 		if len(history) > 0 {
 			keys = append(keys, q.Pending(), q.Scheduled(), q.Retry(), q.Archived(), q.Completed())

@@ -10,16 +10,17 @@ import (
 	"github.com/chronos-sched/chronos/model"
 )
 
-// TestShardPrefixesAreFormatted checks that the prefixes formatted once,
-// and the due and version keys an upsert sends, are what formatting each
-// would give, and that a shard beyond the tables is still formatted.
+// TestShardPrefixesAreFormatted checks that the prefixes and per-shard
+// keys made once are what formatting each would give, and that a shard
+// beyond the table is still formatted.
 func TestShardPrefixesAreFormatted(t *testing.T) {
 	t.Parallel()
 	for s := range ShardsMax + 2 {
 		require.Equal(t, formatShardPrefix(s), shardPrefix(s), "shard %d", s)
-		due, versions := shardUpsertKeys(s)
-		require.Equal(t, formatShardPrefix(s)+"due", due, "shard %d", s)
-		require.Equal(t, formatShardPrefix(s)+"vers", versions, "shard %d", s)
+		require.Equal(t, formatShardPrefix(s)+"due", dueKey(s), "shard %d", s)
+		require.Equal(t, formatShardPrefix(s)+"vers", versionsKey(s), "shard %d", s)
+		require.Equal(t, formatShardPrefix(s)+"inflight", inflightKey(s), "shard %d", s)
+		require.Equal(t, formatShardPrefix(s)+"lease", leaseKey(s), "shard %d", s)
 	}
 }
 

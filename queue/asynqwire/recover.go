@@ -150,25 +150,40 @@ func (q *Queue) recoverIDs(ctx context.Context, ids []string, now time.Time, del
 // (Queue.Recover): one pipeline reads the expired leases of all, then
 // each queue with some is recovered on its own.
 func (s *Set) Recover(ctx context.Context, now time.Time, delay RetryDelay) (Recovered, error) {
-	cmds := make([]*redis.StringSliceCmd, len(s.queues))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range s.queues {
-			cmds[i] = p.ZRangeByScore(ctx, q.keys.Lease(), leaseExpiredRange(now))
-		}
-		return nil
-	}); err != nil {
+	ids, err := s.readIDs(ctx, Keys.Lease, leaseExpiredRange(now))
+	if err != nil {
 		return Recovered{}, fmt.Errorf("read expired leases: %w", err)
 	}
 	var total Recovered
 	var errs []error
 	for i, q := range s.queues {
-		r, err := q.recoverIDs(ctx, cmds[i].Val(), now, delay)
+		r, err := q.recoverIDs(ctx, ids[i], now, delay)
 		total.add(r)
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return total, errors.Join(errs...)
+}
+
+// readIDs reads the ids in rng of one sorted set of every queue, the
+// set each queue's keys name, in one pipeline: the ids of queue i are
+// the i-th answer.
+func (s *Set) readIDs(ctx context.Context, set func(Keys) string, rng *redis.ZRangeBy) ([][]string, error) {
+	cmds := make([]*redis.StringSliceCmd, len(s.queues))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range s.queues {
+			cmds[i] = p.ZRangeByScore(ctx, set(q.keys), rng)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ids := make([][]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = c.Val()
+	}
+	return ids, nil
 }
 
 // DeleteCompletedBatch bounds the completed tasks of one queue a
@@ -214,21 +229,15 @@ func (q *Queue) deleteCompleted(ctx context.Context, ids []string, now time.Time
 // pipeline, and says how many it deleted and whether some queue had a
 // full batch (call again for the rest).
 func (s *Set) DeleteExpiredCompleted(ctx context.Context, now time.Time) (deleted int, full bool, err error) {
-	cmds := make([]*redis.StringSliceCmd, len(s.queues))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range s.queues {
-			cmds[i] = p.ZRangeByScore(ctx, q.keys.Completed(), completedExpiredRange(now))
-		}
-		return nil
-	}); err != nil {
+	ids, err := s.readIDs(ctx, Keys.Completed, completedExpiredRange(now))
+	if err != nil {
 		return 0, false, fmt.Errorf("read expired completed tasks: %w", err)
 	}
 	var errs []error
 	for i, q := range s.queues {
-		ids := cmds[i].Val()
-		n, err := q.deleteCompleted(ctx, ids, now)
+		n, err := q.deleteCompleted(ctx, ids[i], now)
 		deleted += n
-		full = full || (len(ids) == DeleteCompletedBatch && n > 0)
+		full = full || (len(ids[i]) == DeleteCompletedBatch && n > 0)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,8 @@ func BenchmarkColdBurstRedisCost(b *testing.B) {
 		b.ReportMetric(c.chronos.bytesIn, "B-in/run")
 		b.ReportMetric(c.chronos.cpuUS, "redis-µs/run")
 		b.ReportMetric(c.readDue.cpuUS, "read-due-redis-µs/run")
+		b.ReportMetric(c.sched.allocs, "sched-allocs/run")
+		b.ReportMetric(c.sched.bytes, "sched-B/run")
 		b.ReportMetric(c.raw.cmds, "raw-cmds/task")
 		b.ReportMetric(c.raw.bytesIn, "raw-B-in/task")
 		b.ReportMetric(c.raw.cpuUS, "raw-redis-µs/task")
@@ -60,7 +63,15 @@ type redisCost struct {
 	cmdLine              string
 }
 
-type coldBurstCost struct{ readDue, chronos, raw redisCost }
+type coldBurstCost struct {
+	readDue, chronos, raw redisCost
+	sched                 schedCost
+}
+
+// schedCost is what the scheduler's side of the ticks allocated per run:
+// counts, which noise does not move (the benchmark's own goroutines
+// allocate next to nothing while the ticks run).
+type schedCost struct{ allocs, bytes float64 }
 
 func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 	ctx := context.Background()
@@ -96,9 +107,13 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 	out.chronos = meterRedis(tb, rdb, n, func() {
 		queuetest.Callgrind(rdb, "-z") // CALLGRIND=1 runs redis-server under valgrind (see queuetest.Callgrind)
 		defer queuetest.Callgrind(rdb, "-d")
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			require.NoError(tb, s.TickShard(ctx, sh))
 		})
+		runtime.ReadMemStats(&m1)
+		out.sched = schedCost{allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n), bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
 	})
 	var pending int64
 	for sh := range queue.ShardsDefault {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/chronos-sched/chronos/model"
@@ -80,15 +79,15 @@ func encodeDef(r *model.ScheduleRecord) []string {
 	return out
 }
 
-// defString is a canonical string of a stored definition: equal strings,
-// equal definitions. defCache keeps compiled schedules by it.
-func defString(h map[string]string) string {
-	var b strings.Builder
+// appendDefString appends a canonical string of a stored definition to
+// b: equal strings, equal definitions. defCache keeps compiled schedules
+// by it.
+func appendDefString(b []byte, h map[string]string) []byte {
 	for _, f := range defFields {
-		b.WriteString(h[f])
-		b.WriteByte(0)
+		b = append(b, h[f]...)
+		b = append(b, 0)
 	}
-	return b.String()
+	return b
 }
 
 // decodeDef builds the record of schedule id from its hash fields.

@@ -98,20 +98,24 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 	}
 	var scores *redis.Cmd
 	hashes := make([]*redis.MapStringStringCmd, len(ids))
+	skeys := make([]string, len(ids))
+	for i, id := range ids {
+		skeys[i] = scheduleKey(shard, id)
+	}
 	read := func(p redis.Pipeliner) error {
 		if !multi {
 			watch := make([]any, 0, len(ids)+1)
 			watch = append(watch, "WATCH")
-			for _, id := range ids {
-				watch = append(watch, scheduleKey(shard, id))
+			for _, k := range skeys {
+				watch = append(watch, k)
 			}
 			p.Do(ctx, watch...)
 		}
 		// ZMSCORE by Do: go-redis's ZMScore reads a missing member as 0,
 		// which would look due.
 		scores = p.Do(ctx, zms...)
-		for i, id := range ids {
-			hashes[i] = p.HGetAll(ctx, scheduleKey(shard, id))
+		for i, k := range skeys {
+			hashes[i] = p.HGetAll(ctx, k)
 		}
 		return nil
 	}
@@ -179,7 +183,7 @@ func (s *Store) decodeDue(d *DueSchedule, h map[string]string) {
 }
 
 // defCache keeps decoded, compiled definitions by their canonical form
-// (defString), so a schedule firing every second is not parsed again
+// (appendDefString), so a schedule firing every second is not parsed again
 // every second. It is bounded; when full it starts over, which is cheap
 // and keeps memory flat however many schedules there are.
 type defCache struct {
@@ -187,6 +191,9 @@ type defCache struct {
 	max int
 	m   map[string]*compiledDef
 }
+
+// defBufs are the buffers defCache.get makes its keys in.
+var defBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 type compiledDef struct {
 	rec   *model.ScheduleRecord
@@ -200,15 +207,23 @@ func newDefCache(max int) *defCache {
 	return &defCache{max: max, m: make(map[string]*compiledDef)}
 }
 
-// get returns the compiled definition of a schedule's hash h.
+// get returns the compiled definition of a schedule's hash h. The key
+// is made in a pooled buffer and looked up without a string of its own
+// (Go's map index by string(b) does not allocate): only a miss keeps it.
 func (c *defCache) get(h map[string]string) (*compiledDef, error) {
-	def := defString(h)
+	bp := defBufs.Get().(*[]byte)
+	b := appendDefString((*bp)[:0], h)
 	c.mu.Lock()
-	v, ok := c.m[def]
+	v, ok := c.m[string(b)]
 	c.mu.Unlock()
 	if ok {
+		*bp = b
+		defBufs.Put(bp)
 		return v, nil
 	}
+	def := string(b)
+	*bp = b
+	defBufs.Put(bp)
 	// Schedules with equal definitions share an entry, so the record's ID
 	// is left empty: planning takes the id from the due member.
 	rec, err := decodeDef("", h)

@@ -73,7 +73,7 @@ func TestFieldSpelling(t *testing.T) {
 		require.Equal(t, tc.want, tc.got)
 	}
 	// Definition fields and state fields of a schedule hash never share a
-	// name: defString and encodeDef read only the definition.
+	// name: appendDefString and encodeDef read only the definition.
 	seen := map[string]bool{}
 	for _, f := range defFields {
 		require.False(t, seen[f], "definition field %q listed twice", f)

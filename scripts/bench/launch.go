@@ -43,6 +43,7 @@ type launchResult struct {
 	success            int     // runs whose record says SUCCESS
 	cpuPerRun          time.Duration
 	redisCPUPerRun     time.Duration
+	allocsPerRun       float64 // the launchers' heap allocations (go_memstats_mallocs_total) per run
 }
 
 func (l *launchResult) ratio() float64 {
@@ -116,16 +117,22 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	var wg sync.WaitGroup
 	for i := range ps {
 		wg.Go(func() {
-			ps[i], errs[i] = e.startChronos(ctx, "launcher", map[string]string{
-				"EXECUTOR": "log", "LAUNCHER_CONCURRENCY": strconv.Itoa(res.conc),
-			})
+			vars := map[string]string{"EXECUTOR": "log", "LAUNCHER_CONCURRENCY": strconv.Itoa(res.conc)}
+			if b.cfg.launchProfile != "" {
+				vars["PPROF"] = "true"
+			}
+			ps[i], errs[i] = e.startChronos(ctx, "launcher", vars)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	cpu0, rm := cpuOf(ps), startRedisMeter(ctx, e.rdb)
+	cpu0, rm, mallocs0 := cpuOf(ps), startRedisMeter(ctx, e.rdb), mallocsOf(ps)
+	var prof *launchProfile
+	if b.cfg.launchProfile != "" {
+		prof = startLaunchProfile(ctx, ps[0], b.cfg.launchProfile, n, launchers)
+	}
 	for _, q := range e.runQueues() {
 		if err := insp.UnpauseQueue(q); err != nil {
 			return nil, fmt.Errorf("unpause the run queue %s: %w", q, err)
@@ -138,6 +145,10 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 	redisSpent, cmds := rm.since(ctx, e.rdb)
 	res.cpuPerRun = (cpuOf(ps) - cpu0) / time.Duration(max(n, 1))
 	res.redisCPUPerRun = redisSpent / time.Duration(max(n, 1))
+	res.allocsPerRun = (mallocsOf(ps) - mallocs0) / float64(max(n, 1))
+	if prof != nil {
+		prof.finish(ctx, e)
+	}
 	stopAll(ps)
 	if len(samples) > 0 {
 		res.finished = samples[len(samples)-1].n
@@ -157,7 +168,7 @@ func (b *bench) launch(ctx context.Context, n, launchers int) (*launchResult, er
 			res.rate = float64(last.n-first.n) / d.Seconds()
 		}
 	}
-	e.logf("launch %d×%d: %d finished at %.0f runs/s; redis: %s", n, launchers, res.finished, res.rate, formatCmdStats(cmds, 10))
+	e.logf("launch %d×%d: %d finished at %.0f runs/s, %.0f allocations per run in the launchers; redis: %s", n, launchers, res.finished, res.rate, res.allocsPerRun, formatCmdStats(cmds, 10))
 
 	var ok atomic.Int64
 	err = forEach(ctx, n, 64, func(ctx context.Context, i int) error {

@@ -86,6 +86,9 @@ type config struct {
 
 	profileN   int
 	profileDir string
+	// launchProfile: where a CPU and an allocations profile of the first
+	// launcher of each launch round are written ("": none).
+	launchProfile string
 
 	tickMS, shards int
 	chronosBin     string
@@ -353,6 +356,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.apiDuration, "api-duration", 6*time.Second, "api: how long wrk runs (whole seconds)")
 
 	fs.IntVar(&cfg.profileN, "profile-n", 100000, "profile: burst size")
+	fs.StringVar(&cfg.launchProfile, "launch-profile", "", "launch: write a CPU profile (2 s) and the allocations of the first launcher of each round here (PPROF=true)")
 	fs.StringVar(&cfg.profileDir, "profile-dir", "", "profile: where profiles are written (default a chronos-bench-profile dir in the temp dir; kept)")
 
 	fs.IntVar(&cfg.tickMS, "tick-ms", 1000, "TICK_MS of the scheduler processes")

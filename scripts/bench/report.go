@@ -178,7 +178,7 @@ func (b *bench) rows() []row {
 			success, n = success+r.success, n+r.n
 		}
 		add(row{scenario: name, figure: "runs finished with status SUCCESS, all rounds", value: fmt.Sprintf("%d/%d", success, n),
-			vs:     fmt.Sprintf("CPU per run in that round: launchers %s, Redis %s", l.cpuPerRun.Round(time.Microsecond), l.redisCPUPerRun.Round(time.Microsecond)),
+			vs:     fmt.Sprintf("CPU per run in that round: launchers %s, Redis %s; launchers' allocations per run %.0f", l.cpuPerRun.Round(time.Microsecond), l.redisCPUPerRun.Round(time.Microsecond), l.allocsPerRun),
 			target: "all", ok: check(success == n, "")})
 	}
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ func BenchmarkColdBurstRedisCost(b *testing.B) {
 		b.ReportMetric(c.readDue.cpuUS, "read-due-redis-µs/run")
 		b.ReportMetric(c.sched.allocs, "sched-allocs/run")
 		b.ReportMetric(c.sched.bytes, "sched-B/run")
+		b.ReportMetric(c.sched.gcs, "sched-gc/krun")
+		b.ReportMetric(c.sched.cpuUS, "sched-µs/run")
 		b.ReportMetric(c.raw.cmds, "raw-cmds/task")
 		b.ReportMetric(c.raw.bytesIn, "raw-B-in/task")
 		b.ReportMetric(c.raw.cpuUS, "raw-redis-µs/task")
@@ -71,7 +74,10 @@ type coldBurstCost struct {
 // schedCost is what the scheduler's side of the ticks allocated per run:
 // counts, which noise does not move (the benchmark's own goroutines
 // allocate next to nothing while the ticks run).
-type schedCost struct{ allocs, bytes float64 }
+// gcs is garbage collections per 1,000 runs; cpuUS the process's CPU
+// per run (getrusage: the benchmark's process is the scheduler's), which
+// the machine's load moves.
+type schedCost struct{ allocs, bytes, gcs, cpuUS float64 }
 
 func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 	ctx := context.Background()
@@ -109,11 +115,14 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 		defer queuetest.Callgrind(rdb, "-d")
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
+		cpu0 := selfCPU()
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			require.NoError(tb, s.TickShard(ctx, sh))
 		})
+		cpu := selfCPU() - cpu0
 		runtime.ReadMemStats(&m1)
-		out.sched = schedCost{allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n), bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
+		out.sched = schedCost{allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n), bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n),
+			gcs: float64(m1.NumGC-m0.NumGC) * 1000 / float64(n), cpuUS: cpu.Seconds() * 1e6 / float64(n)}
 	})
 	var pending int64
 	for sh := range queue.ShardsDefault {
@@ -163,6 +172,13 @@ func meterRedis(tb testing.TB, rdb *redis.Client, n int, f func()) redisCost {
 	c.bytesIn = (z.NetInputBytes - a.NetInputBytes) / float64(n)
 	c.cmdLine = fmt.Sprintf("%.2f commands in scripts (%s)", c.cmds, strings.Join(sortedStrings(parts), ", "))
 	return c
+}
+
+// selfCPU is the process's user and system CPU so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func parallel(n, workers int, f func(i int)) {

@@ -312,7 +312,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short waits (about a minute); flags given explicitly still win")
 	fs.BoolVar(&cfg.million, "million", false, "add 1,000,000 schedules to the burst and footprint sizes")
 	profile := fs.Bool("profile", false, "add the in-process CPU-profiled burst (scenario 'profile')")
-	cluster := fs.Bool("cluster", false, "add the cold burst on one Redis beside a 3-master Redis Cluster, with each master's CPU per run (scenario 'cluster')")
+	cluster := fs.Bool("cluster", false, "add the cold and warm bursts on one Redis beside a 3-master Redis Cluster, with each master's CPU per run (scenario 'cluster')")
 	fs.IntVar(&cfg.clusterN, "cluster-n", 100000, "cluster: schedules due in the same second, on each topology")
 
 	burstSizes := fs.String("burst-sizes", "10000,100000", "burst: schedules due in the same second")

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -159,7 +160,11 @@ func dumpDB(t *testing.T, rdb redis.UniversalClient) map[string]string {
 		case "list":
 			v = rdb.LRange(ctx, k, 0, -1).Val()
 		case "set":
-			v = rdb.SMembers(ctx, k).Val()
+			// A set's members come in its hash table's order, which
+			// two servers that added the same members need not share.
+			m := rdb.SMembers(ctx, k).Val()
+			slices.Sort(m)
+			v = m
 		default:
 			v = rdb.Get(ctx, k).Val()
 		}

@@ -146,15 +146,14 @@ func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, e
 // forwardBatch moves up to ForwardBatch due tasks of from, and says how
 // many it moved and how many it read due. It WATCHes from, reads the ids
 // due, and moves them with native commands in one MULTI/EXEC: per task
-// HSET of state and pending_since, then one ZREMRANGEBYRANK and one
-// LPUSH, what forward.lua does. Redis runs the EXEC only if from is as it
-// was read, so the ids read are still there and due, and none was moved
-// by another forwarder since: that is the script's per-id check, made
-// once for the batch. Without Lua, a task costs Redis about half the
-// script's instructions (BenchmarkForwardRedisCost). When from changed
-// (another forwarder, a task written ahead or a retry meanwhile), the
-// EXEC writes nothing and forward.lua moves the ids read that are still
-// due.
+// HSET of state and pending_since, then one ZREM and one LPUSH, what
+// forward.lua does. Redis runs the EXEC only if from is as it was read,
+// so the ids read are still there and due, and none was moved by another
+// forwarder since: that is the script's per-id check, made once for the
+// batch. Without Lua, a task costs Redis about half the script's
+// instructions (BenchmarkForwardRedisCost). When from changed (another
+// forwarder, a task written ahead or a retry meanwhile), the EXEC writes
+// nothing and forward.lua moves the ids read that are still due.
 func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (moved, read int, err error) {
 	var ids []string
 	changed := false
@@ -172,12 +171,7 @@ func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (m
 			for _, id := range ids {
 				p.HSet(ctx, q.keys.Task(id), "state", "pending", "pending_since", nowNS)
 			}
-			// The ids read are the set's first len(ids) by rank (due
-			// first, and the set is as it was read), so one range by rank
-			// removes them: no member to parse and find, 1.3k Redis
-			// instructions a task fewer than a ZREM of each
-			// (BenchmarkForwardRedisCost, callgrind).
-			p.ZRemRangeByRank(ctx, from, 0, int64(len(ids)-1))
+			p.ZRem(ctx, from, members...)
 			p.LPush(ctx, q.keys.Pending(), members...)
 			return nil
 		})

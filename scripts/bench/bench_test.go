@@ -48,7 +48,12 @@ func chronosBinary(t *testing.T) string {
 
 func setup(t *testing.T, args ...string) *bench {
 	t.Helper()
-	bin := chronosBinary(t)
+	return setupWith(t, chronosBinary(t), args...)
+}
+
+// setupWith is setup with the chronos binary bin.
+func setupWith(t *testing.T, bin string, args ...string) *bench {
+	t.Helper()
 	cfg, err := parseFlags(append([]string{"-quick", "-tick-ms", "250", "-settle", "3s"}, args...))
 	require.NoError(t, err)
 	r := queuetest.StartRedis(t)

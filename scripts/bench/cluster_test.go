@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,15 +17,7 @@ func TestClusterBursts(t *testing.T) {
 	ctx := context.Background()
 	bin, err := queuetest.BuildChronos(ctx, t.TempDir())
 	require.NoError(t, err)
-	cfg, err := parseFlags([]string{"-quick", "-tick-ms", "250", "-settle", "3s"})
-	require.NoError(t, err)
-	r := queuetest.StartRedis(t)
-	self, err := os.Executable()
-	require.NoError(t, err)
-	e := &env{redisAddr: r.Addr, rdb: r.Client(t), bin: bin, self: self, dir: t.TempDir(),
-		shards: cfg.shards, tickMS: cfg.tickMS, logf: t.Logf, procs: map[*proc]struct{}{}}
-	t.Cleanup(e.close)
-	b := &bench{e: e, cfg: cfg, res: results{durations: map[string]time.Duration{}, loads: map[string]string{}}}
+	b := setupWith(t, bin)
 
 	const n = 400
 	rs, err := b.clusterBursts(ctx, n)
@@ -38,7 +28,7 @@ func TestClusterBursts(t *testing.T) {
 		require.Len(t, r.masterCPU, []int{1, clusterMasters}[i/2], r.topology)
 		require.True(t, r.exactlyOnce(), "%s warm %v: %d/%d runs, %d tasks, %d matched", r.topology, r.warm, r.runsOK, r.n, r.tasks, r.matched)
 		require.LessOrEqual(t, r.enq.p50, r.enq.p99)
-		require.Equal(t, e.shards, sum(r.shards), "every shard on a master")
+		require.Equal(t, b.e.shards, sum(r.shards), "every shard on a master")
 	}
 	b.res.clusters = rs
 	rows := b.clusterRows()

@@ -216,14 +216,15 @@ func (c *defCache) get(h map[string]string) (*compiledDef, error) {
 	c.mu.Lock()
 	v, ok := c.m[string(b)]
 	c.mu.Unlock()
-	if ok {
-		*bp = b
-		defBufs.Put(bp)
-		return v, nil
+	var def string
+	if !ok {
+		def = string(b)
 	}
-	def := string(b)
 	*bp = b
 	defBufs.Put(bp)
+	if ok {
+		return v, nil
+	}
 	// Schedules with equal definitions share an entry, so the record's ID
 	// is left empty: planning takes the id from the due member.
 	rec, err := decodeDef("", h)

@@ -80,3 +80,7 @@ func (s *Store) FastPages() int64 { return s.fastPages.Load() }
 
 // FastChunk is how many schedules one WATCH of TickDue covers.
 const FastChunk = fastChunk
+
+// WatchSeesWrites says whether the store's compare-and-sets trust WATCH
+// (watchprobe.go).
+func (s *Store) WatchSeesWrites() bool { return s.watchSeesWrites }

@@ -19,17 +19,18 @@ import (
 // Store is the schedule store: schedules, their due sets, run records,
 // workflows and the tasks of runs, in Redis.
 type Store struct {
-	rdb         redis.UniversalClient
-	clock       Clock
-	cfg         Config
-	batch       *batcher           // upserts of concurrent API requests
-	ends        *endGatherer       // launched runs' ends, written together (FinishLaunched)
-	queues      []*asynqwire.Queue // each shard's run queue (ShardQueue)
-	tasks       *asynqwire.Set     // the shards' run queues and the legacy one
-	defs        *defCache          // compiled definitions of due schedules
-	scriptFlags bool               // Redis refuses a writing script whole when full
-	ledger      *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
-	fastPages   atomic.Int64       // chunks TickDue committed in its fast path (tests)
+	rdb             redis.UniversalClient
+	clock           Clock
+	cfg             Config
+	batch           *batcher           // upserts of concurrent API requests
+	ends            *endGatherer       // launched runs' ends, written together (FinishLaunched)
+	queues          []*asynqwire.Queue // each shard's run queue (ShardQueue)
+	tasks           *asynqwire.Set     // the shards' run queues and the legacy one
+	defs            *defCache          // compiled definitions of due schedules
+	scriptFlags     bool               // Redis refuses a writing script whole when full
+	watchSeesWrites bool               // compare-and-sets may trust WATCH (watchprobe.go)
+	ledger          *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
+	fastPages       atomic.Int64       // chunks TickDue committed in its fast path (tests)
 }
 
 // NewStore returns a Store on rdb. It checks the recorded shard count so
@@ -53,14 +54,26 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	if got != c.Shards {
 		return nil, fmt.Errorf("SHARDS=%d but this Redis was set up with %d shards: use SHARDS=%d (changing it needs a migration)", c.Shards, got, got)
 	}
+	watch, err := watchSeesWrites(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
 	b := &batcher{rdb: rdb}
-	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags, ledger: newLedgerMetrics()}
+	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags,
+		watchSeesWrites: watch, ledger: newLedgerMetrics()}
 	s.ends = &endGatherer{s: s}
+	newQueue := func(name string) *asynqwire.Queue {
+		q := asynqwire.New(rdb, name, b.runScript)
+		if !watch {
+			q.ForwardByScript()
+		}
+		return q
+	}
 	s.queues = make([]*asynqwire.Queue, c.Shards)
 	for i := range s.queues {
-		s.queues[i] = asynqwire.New(rdb, ShardQueue(c.QueueName, i), b.runScript)
+		s.queues[i] = newQueue(ShardQueue(c.QueueName, i))
 	}
-	s.tasks = asynqwire.NewSet(rdb, s.queues, asynqwire.New(rdb, c.QueueName, b.runScript))
+	s.tasks = asynqwire.NewSet(rdb, s.queues, newQueue(c.QueueName))
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, err
 	}

@@ -32,8 +32,9 @@ type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
 // made by WATCH: the plans apply as the script would apply them, without
 // its Lua, which costs Redis more than the writes themselves
 // (docs/performance.md). Any other chunk, a transaction that WATCH
-// aborted, or REDIS_WAIT_REPLICAS set, goes through commit.lua, which
-// checks each plan again and decides each one alone.
+// aborted, REDIS_WAIT_REPLICAS set, or a server whose WATCH misses writes
+// (miniredis: watchprobe.go) goes through commit.lua, which checks each
+// plan again and decides each one alone.
 func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit int, plan PlanFunc) ([]DueSchedule, []Plan, []bool, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, dueKey(shard), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(ms(until), 10), Count: int64(limit)}).Result()
@@ -43,9 +44,10 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 	if len(ids) == 0 {
 		return nil, nil, nil, nil
 	}
-	if s.cfg.WaitReplicas > 0 {
+	if s.cfg.WaitReplicas > 0 || !s.watchSeesWrites {
 		// A commit waits for replicas in the same round trip as commit.lua
-		// (runCommit): that path alone.
+		// (runCommit): that path alone. Without a WATCH to trust, the
+		// script is the only compare-and-set.
 		due, err := s.readDue(ctx, s.rdb, shard, until, ids, true)
 		if err != nil {
 			return nil, nil, nil, err

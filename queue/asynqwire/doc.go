@@ -66,6 +66,9 @@
 // meanwhile), the EXEC writes nothing and forward.lua moves the ids read,
 // checking which are still due. Without Lua a task costs Redis about half
 // the instructions (BenchmarkForwardRedisCost, docs/performance.md).
+// On a server whose WATCH misses writes (miniredis, in chronos dev) the
+// transaction is not a compare-and-set, and the queue calls forward.lua
+// alone (Queue.ForwardByScript).
 //
 // # Version
 //

@@ -62,6 +62,9 @@ type Queue struct {
 	keys      Keys
 	finish    RunScript
 	published atomic.Pointer[time.Time] // when Publish last listed the queue
+	// byScript makes each forward compare and set in forward.lua alone
+	// (ForwardByScript).
+	byScript bool
 }
 
 // New returns the queue named name on rdb. Tasks are finished through
@@ -77,6 +80,13 @@ func New(rdb redis.UniversalClient, name string, finish RunScript) *Queue {
 	}
 	return q
 }
+
+// ForwardByScript makes the queue's forwards move tasks through
+// forward.lua alone, with no MULTI/EXEC tried first, for a server whose
+// WATCH misses some writes: miniredis lets a transaction run after
+// another connection removed a member of the watched set, so two
+// forwarders would both push a task. Call it before the queue is used.
+func (q *Queue) ForwardByScript() { q.byScript = true }
 
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.keys.Queue }
@@ -144,19 +154,45 @@ func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, e
 }
 
 // forwardBatch moves up to ForwardBatch due tasks of from, and says how
-// many it moved and how many it read due. It WATCHes from, reads the ids
-// due, and moves them with native commands in one MULTI/EXEC: per task
-// HSET of state and pending_since, then one ZREM and one LPUSH, what
-// forward.lua does. Redis runs the EXEC only if from is as it was read,
-// so the ids read are still there and due, and none was moved by another
-// forwarder since: that is the script's per-id check, made once for the
-// batch. Without Lua, a task costs Redis about half the script's
-// instructions (BenchmarkForwardRedisCost). When from changed (another
-// forwarder, a task written ahead or a retry meanwhile), the EXEC writes
-// nothing and forward.lua moves the ids read that are still due.
+// many it moved and how many it read due: by a transaction (forwardTx)
+// and, when from changed since it was read, by forward.lua, which moves
+// the ids read that are still due. A queue that forwards by script
+// (ForwardByScript) reads the ids and calls the script alone.
 func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (moved, read int, err error) {
-	var ids []string
-	changed := false
+	var (
+		ids     []string
+		changed bool
+	)
+	if q.byScript {
+		ids, err = q.rdb.ZRangeByScore(ctx, from, dueRange(now)).Result()
+		changed = len(ids) > 0
+	} else {
+		ids, changed, err = q.forwardTx(ctx, from, now)
+	}
+	if err != nil {
+		return 0, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
+	}
+	if !changed {
+		return len(ids), len(ids), nil
+	}
+	moved, err = forwardScript.Run(ctx, q.rdb, q.forwardKeys(from, ids), forwardArgs(now, ids)...).Int()
+	if err != nil {
+		return moved, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
+	}
+	return moved, len(ids), nil
+}
+
+// forwardTx WATCHes from, reads the ids due, and moves them with native
+// commands in one MULTI/EXEC: per task HSET of state and pending_since,
+// then one ZREM and one LPUSH, what forward.lua does. Redis runs the EXEC
+// only if from is as it was read, so the ids read are still there and
+// due, and none was moved by another forwarder since: that is the
+// script's per-id check, made once for the batch. Without Lua, a task
+// costs Redis about half the script's instructions
+// (BenchmarkForwardRedisCost). changed says the EXEC wrote nothing
+// because from changed (another forwarder, a task written ahead or a
+// retry meanwhile).
+func (q *Queue) forwardTx(ctx context.Context, from string, now time.Time) (ids []string, changed bool, err error) {
 	nowNS := now.UnixNano()
 	err = q.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		var err error
@@ -190,17 +226,7 @@ func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (m
 		}
 		return err
 	}, from)
-	if err != nil {
-		return 0, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
-	}
-	if !changed {
-		return len(ids), len(ids), nil
-	}
-	moved, err = forwardScript.Run(ctx, q.rdb, q.forwardKeys(from, ids), forwardArgs(now, ids)...).Int()
-	if err != nil {
-		return moved, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
-	}
-	return moved, len(ids), nil
+	return ids, changed, err
 }
 
 // dueRange selects the first ForwardBatch tasks due at now in a

@@ -103,6 +103,16 @@ type lane struct {
 	wakeUp   chan struct{}
 	lastTook atomic.Int64
 
+	// work hands the tasks taken to the lane's workers: 2×Concurrency
+	// goroutines that carry out one run after another. A goroutine of its
+	// own per run grew its stack from the smallest on every run (copying
+	// it as the run's calls went deeper): a tenth of a launcher's CPU
+	// under load. A run holds a slot or a finishing place while it is in
+	// work or at a worker, so a worker is always free for the next.
+	work      chan *taken
+	closeWork sync.Once // a launcher may be stopped twice
+	runners   sync.WaitGroup
+
 	stopTaking context.CancelFunc
 	taking     sync.WaitGroup
 	// runCtx ends the runs in progress when the shutdown timeout passes.
@@ -117,7 +127,7 @@ type lane struct {
 func newLane(l *Launcher) *lane {
 	n := l.cfg.Concurrency
 	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{},
-		wakeUp: make(chan struct{}, 1)}
+		wakeUp: make(chan struct{}, 1), work: make(chan *taken, 2*n)}
 }
 
 func (ln *lane) start(ctx context.Context) {
@@ -126,6 +136,14 @@ func (ln *lane) start(ctx context.Context) {
 	var takeCtx, leaseCtx context.Context
 	takeCtx, ln.stopTaking = context.WithCancel(ctx)
 	leaseCtx, ln.stopLease = context.WithCancel(ctx)
+	for range cap(ln.work) {
+		ln.runners.Go(func() {
+			for t := range ln.work {
+				ln.run(t)
+				ln.running.Done()
+			}
+		})
+	}
 	ln.taking.Go(func() { ln.takeLoop(takeCtx) })
 	ln.leasing.Go(func() { ln.leaseLoop(leaseCtx) })
 }
@@ -151,6 +169,8 @@ func (ln *lane) stop(ctx context.Context) {
 		<-done
 	}
 	ln.cancelRun()
+	ln.closeWork.Do(func() { close(ln.work) })
+	ln.runners.Wait()
 	ln.stopLease()
 	ln.leasing.Wait()
 }
@@ -214,8 +234,9 @@ func (ln *lane) takeLoop(ctx context.Context) {
 			ln.held[t.Task] = true
 		}
 		ln.mu.Unlock()
+		ln.running.Add(len(tasks))
 		for _, t := range tasks {
-			ln.running.Go(func() { ln.run(t) })
+			ln.work <- t
 		}
 	}
 }

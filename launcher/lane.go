@@ -18,7 +18,7 @@ import (
 // A launcher starts most runs through its lane: it takes run tasks off
 // asynq's queues (each shard's, and the legacy single queue while it
 // holds tasks; asynqwire.Set.Take, fairly across them) as many at a time
-// as it has free slots, with their launch
+// as it has free holds (its slots and takeAhead more), with their launch
 // state in one more round trip (take), and its runs report
 // their statuses and finish their tasks together through the store's
 // batcher (queue.Store.Tasks). asynq's server takes and finishes one task at a time, two
@@ -85,9 +85,31 @@ const leaseExtendInterval = 5 * time.Second
 // leaves the task to the launchers' recovery (its lease then expires).
 const finishPatience = 20 * time.Second
 
+// takeAhead is how many tasks beyond its Concurrency, in Concurrencies,
+// a lane holds taken, with their launch state read, for its slots to
+// start as soon as they come free. A slot then waits for no round trip:
+// with the take, the launch state's read and the gathering of free slots
+// in each slot's time, a launcher at concurrency 10 kept its slots
+// waiting on Redis as much as on its executor. The executor still gets
+// at most Concurrency calls at once.
+//
+// A task taken ahead waits about one executor call for its slot, leased
+// to this launcher (another with free slots cannot start it) and with
+// its launch state read that long before it starts. So the lane takes
+// ahead only while its calls average under takeAheadMaxCall: a wait of
+// a few ms, as gatherWait's; longer calls hide the round trips anyway.
+const takeAhead = 1
+
+// takeAheadMaxCall: see takeAhead.
+const takeAheadMaxCall = 5 * time.Millisecond
+
 type lane struct {
-	l     *Launcher
-	slots chan struct{} // one per run taken and not yet past its executor call
+	l *Launcher
+	// holds has one per run taken and not yet past its executor call,
+	// up to (1+takeAhead)×Concurrency; slots one per run at its attempt
+	// (prepare and the executor call), up to Concurrency.
+	holds chan struct{}
+	slots chan struct{}
 	// finishing bounds the runs past their executor calls whose statuses
 	// and task ends are being written: a run frees its slot for the next
 	// task as soon as the executor answers, so that taking the next tasks
@@ -102,12 +124,18 @@ type lane struct {
 	// lastTook is when the lane last took a task (Unix ns).
 	wakeUp   chan struct{}
 	lastTook atomic.Int64
+	// callTime is a moving average of how long a run holds its slot (Unix
+	// ns: its prepare and executor call); freed is signalled when one is
+	// freed (takeLoop waits on it when it may not take ahead).
+	callTime atomic.Int64
+	freed    chan struct{}
 
-	// work hands the tasks taken to the lane's workers: 2×Concurrency
-	// goroutines that carry out one run after another. A goroutine of its
+	// work hands the tasks taken to the lane's workers, goroutines that
+	// carry out one run after another: one per hold and per finishing
+	// place. A goroutine of its
 	// own per run grew its stack from the smallest on every run (copying
 	// it as the run's calls went deeper): a tenth of a launcher's CPU
-	// under load. A run holds a slot or a finishing place while it is in
+	// under load. A run holds a hold or a finishing place while it is in
 	// work or at a worker, so a worker is always free for the next.
 	work      chan *taken
 	closeWork sync.Once // a launcher may be stopped twice
@@ -126,8 +154,10 @@ type lane struct {
 // newLane returns the lane of a launcher, with Concurrency slots.
 func newLane(l *Launcher) *lane {
 	n := l.cfg.Concurrency
-	return &lane{l: l, slots: make(chan struct{}, n), finishing: make(chan struct{}, n), held: map[*asynqwire.Task]bool{},
-		wakeUp: make(chan struct{}, 1), work: make(chan *taken, 2*n)}
+	holds := (1 + takeAhead) * n
+	return &lane{l: l, holds: make(chan struct{}, holds), slots: make(chan struct{}, n), finishing: make(chan struct{}, n),
+		held: map[*asynqwire.Task]bool{}, wakeUp: make(chan struct{}, 1), work: make(chan *taken, holds+n),
+		freed: make(chan struct{}, 1)}
 }
 
 func (ln *lane) start(ctx context.Context) {
@@ -188,14 +218,21 @@ func (ln *lane) warm() bool {
 	return time.Since(time.Unix(0, ln.lastTook.Load())) < laneWarm
 }
 
-// takeLoop takes tasks whenever slots are free. When the queues are
+// takeLoop takes tasks whenever holds are free. When the queues are
 // empty it waits PollInterval for a second after its last task, then
 // until the watch wakes it (watch.go), at most laneIdlePoll.
 func (ln *lane) takeLoop(ctx context.Context) {
 	backoff := ln.l.cfg.PollInterval
 	for {
+		for len(ln.holds) >= ln.holdLimit() {
+			select {
+			case <-ln.freed:
+			case <-ctx.Done():
+				return
+			}
+		}
 		select {
-		case ln.slots <- struct{}{}:
+		case ln.holds <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
@@ -241,16 +278,16 @@ func (ln *lane) takeLoop(ctx context.Context) {
 	}
 }
 
-// gather takes the other free slots, for one round trip to take as many
+// gather takes the other free holds, for one round trip to take as many
 // tasks. Under load runs end a few at a time; then it waits up to
 // gatherWait for the rest, so that a busy lane takes its tasks in
 // batches rather than one by one (two round trips each).
 func (ln *lane) gather(ctx context.Context) int {
-	n, want := 0, min(cap(ln.slots), maxTake)-1
+	n, want := 0, min(ln.holdLimit()-len(ln.holds), maxTake-1)
 	var timeout <-chan time.Time
 	for n < want {
 		select {
-		case ln.slots <- struct{}{}:
+		case ln.holds <- struct{}{}:
 			n++
 			continue
 		default:
@@ -259,7 +296,7 @@ func (ln *lane) gather(ctx context.Context) int {
 			timeout = time.After(gatherWait)
 		}
 		select {
-		case ln.slots <- struct{}{}:
+		case ln.holds <- struct{}{}:
 			n++
 		case <-timeout:
 			return n
@@ -270,19 +307,46 @@ func (ln *lane) gather(ctx context.Context) int {
 	return n
 }
 
-func (ln *lane) release(n int) {
-	for range n {
-		<-ln.slots
+// holdLimit is how many tasks the lane may hold: its slots and, while
+// its calls are short, takeAhead more (see takeAhead).
+func (ln *lane) holdLimit() int {
+	if time.Duration(ln.callTime.Load()) > takeAheadMaxCall {
+		return cap(ln.slots)
+	}
+	return cap(ln.holds)
+}
+
+// called adds a run's time in its slot to the moving average.
+func (ln *lane) called(d time.Duration) {
+	for {
+		old := ln.callTime.Load()
+		if ln.callTime.CompareAndSwap(old, old+(int64(d)-old)/8) {
+			break
+		}
+	}
+	select {
+	case ln.freed <- struct{}{}:
+	default:
 	}
 }
 
-// run carries out a taken task, which holds a slot, and finishes it. The
-// slot is freed once the executor has answered (or the attempt ended
-// without calling it).
+func (ln *lane) release(n int) {
+	for range n {
+		<-ln.holds
+	}
+}
+
+// run carries out a taken task, which holds a hold, in a slot, and
+// finishes it. The slot and the hold are freed once the executor has
+// answered (or the attempt ended without calling it).
 func (ln *lane) run(t *taken) {
+	ln.slots <- struct{}{}
+	inSlot := time.Now()
 	free := sync.OnceFunc(func() {
 		ln.finishing <- struct{}{}
+		<-ln.slots
 		ln.release(1)
+		ln.called(time.Since(inSlot))
 	})
 	defer func() { <-ln.finishing }()
 	ctx, cancel := context.WithDeadline(ln.runCtx, t.Deadline)

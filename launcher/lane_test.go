@@ -38,12 +38,12 @@ func TestLaneFinishesTasksAsAsynqWould(t *testing.T) {
 	// Take the task itself rather than start the launcher, whose lane
 	// would take it first.
 	// holding is a lane holding task tk as takeLoop leaves it: leased,
-	// in a slot.
+	// with a hold.
 	holding := func(tk *taken) *lane {
 		ln := newLane(l)
 		ln.runCtx, ln.cancelRun = context.WithCancel(ctx)
 		ln.held[tk.Task] = true
-		ln.slots <- struct{}{}
+		ln.holds <- struct{}{}
 		return ln
 	}
 	take := func(key string, retried int) (*lane, *taken) {

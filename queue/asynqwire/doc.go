@@ -58,7 +58,8 @@
 // forwards the queues that have some, a few at once. A queue forwards in
 // batches of ForwardBatch: it WATCHes the set, reads the ids due
 // (ZRANGEBYSCORE), and moves them with native commands in one
-// MULTI/EXEC: an HSET of state and pending_since per task, one ZREM, one
+// MULTI/EXEC: an HSET of state and pending_since per task, one
+// ZREMRANGEBYRANK (the ids read are the set's first by rank), one
 // LPUSH. Redis runs the EXEC only if the set is as it was read, so each
 // id read is still there and due, and none was moved by another
 // forwarder since: the compare-and-set, made once for the batch. When

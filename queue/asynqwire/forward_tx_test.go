@@ -25,9 +25,9 @@ import (
 // the EXEC.
 
 // beforeExec is a go-redis hook that calls change before each forward
-// transaction its client sends (a pipeline with a ZREM: a cluster
-// client's hook sees the commands before MULTI and EXEC wrap them), with
-// the transaction's number (from 1).
+// transaction its client sends (a pipeline with a ZREMRANGEBYRANK: a
+// cluster client's hook sees the commands before MULTI and EXEC wrap
+// them), with the transaction's number (from 1).
 type beforeExec struct {
 	change func(n int)
 	mu     sync.Mutex
@@ -41,7 +41,7 @@ func (h *beforeExec) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *beforeExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "zrem" }) {
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "zremrangebyrank" }) {
 			h.mu.Lock()
 			h.n++
 			n := h.n

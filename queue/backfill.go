@@ -236,7 +236,7 @@ func (s *Store) backfillPages(ctx context.Context, sh int, rec *model.ScheduleRe
 func (s *Store) backfillPage(ctx context.Context, sh int, rec *model.ScheduleRecord, ver string, now time.Time, b *Backfill, res *BackfillResult, page []int, dryRun bool) error {
 	q := s.queue(sh).Keys()
 	keys := []string{scheduleKey(sh, rec.ID), historyKey(sh, rec.ID), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
-		inflightKey(sh), backfillQueueKey(sh, rec.ID)}
+		inflightKey(sh), backfillQueueKey(sh, rec.ID), runsMadeKey(sh)}
 	dry, skip, queue := "", "", ""
 	if dryRun {
 		dry = flagSet

@@ -32,7 +32,7 @@ func ShardOf(id string, shards int) int {
 func shardPrefix(s int) string { return shardKeysOf(s).prefix }
 
 // shardKeys are the keys shard s has one of.
-type shardKeys struct{ prefix, due, inflight, versions, lease string }
+type shardKeys struct{ prefix, due, inflight, versions, lease, made string }
 
 var shardKeyTable = func() []shardKeys {
 	t := make([]shardKeys, ShardsMax)
@@ -52,7 +52,7 @@ func shardKeysOf(s int) *shardKeys {
 
 func makeShardKeys(s int) shardKeys {
 	p := formatShardPrefix(s)
-	return shardKeys{prefix: p, due: p + "due", inflight: p + "inflight", versions: p + "vers", lease: p + "lease"}
+	return shardKeys{prefix: p, due: p + "due", inflight: p + "inflight", versions: p + "vers", lease: p + "lease", made: p + segRunsMade}
 }
 
 func formatShardPrefix(s int) string { return fmt.Sprintf("%s{s%02d}:", keyPrefix, s) }
@@ -65,6 +65,19 @@ func scheduleKey(s int, id string) string { return shardPrefix(s) + segSched + i
 func historyKey(s int, id string) string  { return shardPrefix(s) + segRuns + id }
 func deletedKey(s int, id string) string  { return shardPrefix(s) + segDeleted + id }
 func runKey(s int, key string) string     { return shardPrefix(s) + segRun + key }
+
+// segRunsMade is the key after a shard's prefix (chronos:{sNN}:runsmade)
+// of runsMadeKey.
+const segRunsMade = "runsmade"
+
+// runsMadeKey is shard s's counter of the run records, run tasks and
+// manual marks made there outside a schedule's commit: every writer that
+// can make one (manual_run.lua, backfill.lua, markEveryShard) increments
+// it in the same atomic step. A commit writes a schedule's runs only with
+// that schedule's hash (its next time moves), so the fast path's WATCH of
+// the chunk's hashes and this one key sees any run key made after its
+// EXISTS found none (commitFast). Its value means nothing.
+func runsMadeKey(s int) string { return shardKeysOf(s).made }
 
 // backfillQueueKey is the zset of the runs a queue backfill chained
 // behind schedule id's run in flight (idempotency key -> the earliest

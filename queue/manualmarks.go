@@ -42,8 +42,8 @@ func maybeScheduledKey(m ManualRun) bool {
 }
 
 // markEveryShard marks key taken in every shard but own (where the
-// manual run script marks it) for ttl seconds, where no mark is, in one
-// pipeline, and returns the shards it marked and whether a live task
+// manual run script marks it) for ttl seconds, where no mark is, and
+// increments those shards' runsMadeKey, in one pipeline, and returns the shards it marked and whether a live task
 // (one asynq is not done with, as run_key_taken asks) holds the key in
 // another shard's queue: a schedule's run whose record is gone.
 func (s *Store) markEveryShard(ctx context.Context, key string, own int, ttl int64) (marked []int, held bool, err error) {
@@ -53,6 +53,15 @@ func (s *Store) markEveryShard(ctx context.Context, key string, own int, ttl int
 		for sh := range s.cfg.Shards {
 			if sh != own {
 				marks[sh] = p.SetNX(ctx, manualKeyPrefix(sh)+key, flagSet, time.Duration(ttl)*time.Second)
+			}
+		}
+		// After each mark, before its shard's task is read: a scheduler's
+		// fast path that checked the key absent before the mark and has
+		// not committed by this INCR writes nothing (runsMadeKey); one
+		// that committed before it left the task read below.
+		for sh := range s.cfg.Shards {
+			if sh != own {
+				p.Incr(ctx, runsMadeKey(sh))
 			}
 		}
 		// After the marks: a task committed later is not enqueued.

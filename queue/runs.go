@@ -495,7 +495,7 @@ func (s *Store) StartManualRun(ctx context.Context, m ManualRun) (run *model.Run
 	q := s.queue(sh).Keys()
 	n, err := manualRunScript.Run(ctx, s.rdb,
 		[]string{runKey(sh, m.IdempotencyKey), q.Pending(), q.Scheduled(), q.Archived(), q.Completed(),
-			manualKeyPrefix(sh) + m.IdempotencyKey, q.Task(m.IdempotencyKey)},
+			manualKeyPrefix(sh) + m.IdempotencyKey, q.Task(m.IdempotencyKey), runsMadeKey(sh)},
 		m.IdempotencyKey, ms(m.ScheduledFor), ms(now), ttl,
 		"", now.UnixNano(), msg, processAt, rand.Text()).Int()
 	if err != nil {

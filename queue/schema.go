@@ -87,7 +87,7 @@ const (
 	runOverlapped    = "o" // backfill.lua, overlap_policy skip: recorded SKIPPED, another run of the schedule in flight
 	runQueued        = "q" // backfill.lua, overlap_policy queue: written, its task parked until the run before it ends
 
-	backfillHeaderKeys = 8
+	backfillHeaderKeys = 9
 	backfillRunKeys    = 3
 	backfillHeaderArgs = 11
 	backfillRunArgs    = 5

@@ -27,8 +27,8 @@ type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
 // WATCH and, when every plan is plain (the schedule neither paused nor
 // held, nothing retired for a reason, no run's record, task or manual
 // mark there yet), the plans are written by native commands in one
-// MULTI/EXEC that Redis runs only if none of those keys changed since it
-// was read. That is commit.lua's compare-and-set and its fresh-page check,
+// MULTI/EXEC that Redis runs only if none of those keys (and the shard's
+// runsMadeKey, for the runs' keys) changed since it was read. That is commit.lua's compare-and-set and its fresh-page check,
 // made by WATCH: the plans apply as the script would apply them, without
 // its Lua, which costs Redis more than the writes themselves
 // (docs/performance.md). Any other chunk, a transaction that WATCH
@@ -76,7 +76,8 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 // so a WATCH of n keys costs it n²/2 comparisons: about 300k
 // instructions per run with a chunk of 312 schedules and their runs'
 // three keys each, 8k with 32 schedules and one key per run (callgrind,
-// BenchmarkColdBurstRedisCost). Smaller chunks cost round trips.
+// BenchmarkColdBurstRedisCost); the runs' keys are now one key per
+// shard (runsMadeKey). Smaller chunks cost round trips.
 const fastChunk = 32
 
 // tickChunk is TickDue for the schedules ids: read under WATCH, planned,
@@ -136,14 +137,16 @@ func (s *Store) planAndCommit(ctx context.Context, shard int, due []DueSchedule,
 // fastFits says whether plans, made from due, may take the fast path:
 // one transaction (CommitRunsMax runs at most), each plan of a schedule
 // that exists and is neither paused nor held as read, none retiring for a
-// reason (an alarm's lifecycle is commit.lua's).
+// reason (an alarm's lifecycle is commit.lua's), and none with runs
+// that expects no next time: its commit would not rewrite the schedule's
+// hash, which is what tells another commit of the same runs (commitFast).
 func (s *Store) fastFits(due []DueSchedule, plans []Plan) bool {
 	if len(plans) != len(due) || commitCallSize(plans) != len(plans) {
 		return false
 	}
 	for i := range plans {
 		d, p := &due[i], &plans[i]
-		if p.ID != d.ID || d.expect.ver == "" || d.paused || d.held || p.RetireReason != "" {
+		if p.ID != d.ID || d.expect.ver == "" || d.paused || d.held || p.RetireReason != "" || (len(p.Runs) > 0 && d.expect.next == "") {
 			return false
 		}
 	}
@@ -152,21 +155,24 @@ func (s *Store) fastFits(due []DueSchedule, plans []Plan) bool {
 
 // commitFast writes plans as commit.lua writes a fresh page, in one
 // MULTI/EXEC on tx, which WATCHes the plans' schedule hashes since they
-// were read. It first WATCHes every run's record, task and manual mark and
-// checks that none exists; slow says the plans must go through commit.lua
-// instead: one of those keys exists, or WATCH aborted the transaction
-// (nothing was written then).
+// were read. It first WATCHes the shard's runsMadeKey and checks that no
+// run's record, task or manual mark exists; slow says the plans must go
+// through commit.lua instead: one of those keys exists, or WATCH aborted
+// the transaction (nothing was written then).
 func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now time.Time, due []DueSchedule, plans []Plan) (applied []bool, slow bool, err error) {
 	if err := s.tasks.Publish(ctx); err != nil {
 		return nil, false, err
 	}
 	q := s.queue(shard).Keys()
-	// WATCH the runs' records, and check that none of their records,
-	// tasks and manual marks exists. Every script that makes a run's
-	// task or mark in this shard (commit.lua, manual_run.lua,
-	// backfill.lua) makes its record in the same step, so watching the
-	// records alone (one key per run: see fastChunk) sees any of the
-	// three made between this check and the EXEC.
+	// WATCH the shard's runsMadeKey, and check that none of the runs'
+	// records, tasks and manual marks exists. A run key is made in this
+	// shard by a commit of its schedule, which rewrites the schedule's
+	// hash (watched since the read: a plan with runs expects a next time,
+	// and applying it moves or drops that field), or by a writer that
+	// increments runsMadeKey in the same step (manual_run.lua,
+	// backfill.lua, markEveryShard); so one key, not one per run (see
+	// fastChunk), sees any of the three made between this check and the
+	// EXEC.
 	nruns := 0
 	for i := range plans {
 		nruns += len(plans[i].Runs)
@@ -177,8 +183,6 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		tkeys = make([]string, 0, nruns)
 	)
 	if nruns > 0 {
-		watch := make([]any, 1, nruns+1)
-		watch[0] = "WATCH"
 		check := make([]string, 0, 3*nruns)
 		mpfx := manualKeyPrefix(shard)
 		for i := range plans {
@@ -186,13 +190,12 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 				k := plans[i].Runs[j].Key
 				rk, tk := runKey(shard, k), q.Task(k)
 				rkeys, tkeys = append(rkeys, rk), append(tkeys, tk)
-				watch = append(watch, rk)
 				check = append(check, rk, tk, mpfx+k)
 			}
 		}
 		var exists *redis.IntCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Do(ctx, watch...)
+			p.Do(ctx, "WATCH", runsMadeKey(shard))
 			exists = p.Exists(ctx, check...)
 			return nil
 		}); err != nil {

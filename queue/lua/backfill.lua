@@ -30,6 +30,8 @@
 -- KEYS[6] -> asynq:{<queue>}:completed
 -- KEYS[7] -> in-flight zset of the shard
 -- KEYS[8] -> the schedule's queue backfill chain (backfillQueueKey)
+-- KEYS[9] -> the shard's runs-made counter (runsMadeKey), incremented
+--   once when the call writes a run: a scheduler's fast path watches it
 -- then per run (backfillRunKeys): its run hash, its asynq task hash, its
 --   manual mark (chronos:{sNN}:manual:<key>)
 -- ARGV[1] -> schedule id
@@ -85,7 +87,7 @@ local function backfill()
     local tail = redis.call('ZRANGE', KEYS[8], -1, -1, 'WITHSCORES')
     last = tonumber(tail[2] or '0')
   end
-  local marks, out = {}, {''}
+  local marks, out, made = {}, {''}, false
   local nruns = (#ARGV - backfillHeaderArgs) / backfillRunArgs
   for r = 0, nruns - 1 do
     local a = backfillHeaderArgs + r * backfillRunArgs
@@ -106,6 +108,7 @@ local function backfill()
         local earliest = math.max(tonumber(fire), last + 1)
         last = earliest
         run_create(rkey, id, at, earliest, stEnqueued, now, srcBackfill, nil)
+        made = true
         enqueue_task(tkey, key, msg, taskParked, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         redis.call('ZADD', KEYS[2], at, key)
         redis.call('ZADD', KEYS[8], earliest, key)
@@ -114,6 +117,7 @@ local function backfill()
     elseif blocker then
       mark = runOverlapped
       if not dry then
+        made = true
         run_create(rkey, id, at, fire, stSkipped, now, srcBackfill,
           'skipped: run ' .. blocker .. ' is still in flight (backfill overlap_policy skip)', nil, skipWhy)
         redis.call('ZADD', KEYS[2], at, key)
@@ -121,6 +125,7 @@ local function backfill()
     else
       if not dry then
         run_create(rkey, id, at, fire, stEnqueued, now, srcBackfill, nil)
+        made = true
         enqueue_task(tkey, key, msg, processAt, nowNS, KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         redis.call('ZADD', KEYS[2], at, key)
         if skip or queue then
@@ -137,6 +142,9 @@ local function backfill()
     out[#out + 1] = rec[2] or ''
   end
   out[1] = table.concat(marks)
+  if made then
+    redis.call('INCR', KEYS[9])
+  end
   return out
 end
 

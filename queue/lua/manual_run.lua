@@ -9,6 +9,8 @@
 -- KEYS[5] -> asynq:{<queue>}:completed
 -- KEYS[6] -> the key's manual mark (chronos:{sNN}:manual:<key>)
 -- KEYS[7] -> the run's asynq task hash (asynq:{<queue>}:t:<key>)
+-- KEYS[8] -> the shard's runs-made counter (runsMadeKey), incremented
+--            with the run: a scheduler's fast path watches it
 -- ARGV[1] -> idempotency key
 -- ARGV[2] -> scheduled_for, ms
 -- ARGV[3] -> now, ms
@@ -39,4 +41,5 @@ run_create(KEYS[1], '', scheduledFor, scheduledFor, stEnqueued, now, srcManual, 
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[6], flagSet, 'EX', ttl)
 enqueue_task(KEYS[7], key, msg, processAt, nowNS, KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('INCR', KEYS[8])
 return manualCreated

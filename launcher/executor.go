@@ -80,9 +80,13 @@ type LogExecutor struct{ Logger *slog.Logger }
 
 // Execute logs the run.
 func (e LogExecutor) Execute(ctx context.Context, req Request) (Result, error) {
-	e.Logger.InfoContext(ctx, "run executed (log executor)",
-		"schedule_id", req.Meta.ScheduleID, "workflow_id", req.Meta.WorkflowID, "version", req.Meta.Version,
-		"scheduled_for", req.Meta.ScheduledFor, "idempotency_key", req.Meta.IdempotencyKey)
+	// Enabled first: the arguments are boxed before InfoContext can tell
+	// that it drops them (chronos dev logs at info, launchers at warn).
+	if e.Logger.Enabled(ctx, slog.LevelInfo) {
+		e.Logger.InfoContext(ctx, "run executed (log executor)",
+			"schedule_id", req.Meta.ScheduleID, "workflow_id", req.Meta.WorkflowID, "version", req.Meta.Version,
+			"scheduled_for", req.Meta.ScheduledFor, "idempotency_key", req.Meta.IdempotencyKey)
+	}
 	return Result{RunID: "log-" + req.Meta.IdempotencyKey[:min(12, len(req.Meta.IdempotencyKey))], Status: model.RunSuccess}, nil
 }
 

@@ -46,21 +46,37 @@ func (s *Store) LoadLaunch(ctx context.Context, p *TaskPayload) (*LaunchState, e
 // read). One run's bad key fails only that run.
 func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*LaunchState, errs []error) {
 	type reads struct {
-		run   *redis.SliceCmd
+		run   *redis.StringSliceCmd
 		sched *redis.MapStringStringCmd
 		dag   *redis.StringCmd
 	}
 	rs := make([]reads, len(ps))
+	// The commands are built on one slice of arguments whose constant
+	// parts are boxed once (launchRunArgs): go-redis's HMGet, HGetAll and
+	// Get box every argument of every call, and HMGet's reply boxes every
+	// value; a StringSliceCmd reads the values as strings (a missing field
+	// as "", as the status and times read it). docs/performance.md,
+	// "Launch: allocations per run".
+	args := make([]any, 0, len(ps)*(len(launchRunArgs)+4))
+	cmdArgs := func(parts ...any) []any {
+		args = append(args, parts...)
+		return args[len(args)-len(parts) : len(args) : len(args)]
+	}
 	// Each command carries its own error, checked below: Pipelined's is
 	// the first of them, whichever run it belongs to.
 	_, _ = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, p := range ps {
 			sh := s.taskShard(p)
-			rs[i].run = pl.HMGet(ctx, runKey(sh, p.IdempotencyKey), rfStatus, rfEnqueued, rfAttempts, rfRetryAt, rfUpdated)
+			run := cmdArgs(launchRunArgs[:]...)
+			run[1] = runKey(sh, p.IdempotencyKey)
+			rs[i].run = redis.NewStringSliceCmd(ctx, run...)
+			_ = pl.Process(ctx, rs[i].run)
 			if p.ScheduleID != "" {
-				rs[i].sched = pl.HGetAll(ctx, scheduleKey(sh, p.ScheduleID))
+				rs[i].sched = redis.NewMapStringStringCmd(ctx, cmdArgs("hgetall", scheduleKey(sh, p.ScheduleID))...)
+				_ = pl.Process(ctx, rs[i].sched)
 			}
-			rs[i].dag = pl.Get(ctx, workflowKey(p.WorkflowID, p.Version))
+			rs[i].dag = redis.NewStringCmd(ctx, cmdArgs("get", workflowKey(p.WorkflowID, p.Version))...)
+			_ = pl.Process(ctx, rs[i].dag)
 		}
 		return nil
 	})
@@ -79,13 +95,15 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 		}
 		var ls LaunchState
 		if v := rs[i].run.Val(); len(v) == 5 {
-			str := func(i int) string { s, _ := v[i].(string); return s }
-			ls.Status = model.RunStatus(str(0))
-			ls.EnqueuedAt, _ = parseMS(str(1))
-			if ls.FailedAttempts, _ = strconv.Atoi(str(2)); ls.FailedAttempts > 0 {
+			ls.Status = model.RunStatus(v[0])
+			ls.EnqueuedAt, _ = parseMS(v[1])
+			if v[2] != "" { // strconv.Atoi("") allocates its error
+				ls.FailedAttempts, _ = strconv.Atoi(v[2])
+			}
+			if ls.FailedAttempts > 0 {
 				// A record written before retries were timed has the failed
 				// attempt's time, which the retry follows within its backoff.
-				ls.RetryAt, _ = parseMS(cmp.Or(str(3), str(4)))
+				ls.RetryAt, _ = parseMS(cmp.Or(v[3], v[4]))
 			}
 		}
 		if rs[i].sched != nil {
@@ -103,6 +121,10 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 	}
 	return states, errs
 }
+
+// launchRunArgs is the HMGET of a run's launch state, its key (index 1)
+// to be set: boxed once, as the command's constant arguments.
+var launchRunArgs = [...]any{"hmget", "", rfStatus, rfEnqueued, rfAttempts, rfRetryAt, rfUpdated}
 
 // RecordFailedAttempt counts a failed executor call of a run that has
 // not started, before asynq retries its task at retryAt. The call's

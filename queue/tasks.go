@@ -40,8 +40,10 @@ type TaskPayload struct {
 // DecodeTaskPayload parses a task payload.
 func DecodeTaskPayload(b []byte) (*TaskPayload, error) {
 	var p TaskPayload
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("decode run task payload: %w", err)
+	if !decodeTaskPayload(b, &p) { // taskjson.go: the payloads chronos writes, without reflection
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("decode run task payload: %w", err)
+		}
 	}
 	if p.IdempotencyKey == "" {
 		return nil, errors.New("decode run task payload: no idempotency_key")

@@ -73,3 +73,33 @@ func FuzzDecodeTaskPayload(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkDecodeMatchesJSON(t, b) })
 }
+
+// BenchmarkDecodeTaskPayload compares a schedule run's payload decoded
+// by json.Unmarshal and by decodeTaskPayload.
+func BenchmarkDecodeTaskPayload(b *testing.B) {
+	at := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	p := TaskPayload{IdempotencyKey: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", ScheduleID: "bench-000123",
+		RunAt: at, FireAt: at, WorkflowID: "wf", Version: "1", UserID: "u", Source: model.SourceSchedule}
+	msg, err := encodeTaskPayload(&p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q TaskPayload
+			if err := json.Unmarshal(msg, &q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decodeTaskPayload", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q TaskPayload
+			if !decodeTaskPayload(msg, &q) {
+				b.Fatal("fell back")
+			}
+		}
+	})
+}

@@ -308,6 +308,24 @@ func clusterPort(t testing.TB) int {
 	return 0
 }
 
+// sentinelPort returns a port free on 127.0.0.1 for a node of a Sentinel
+// set, drawn from 10000-14999: below the cluster's ports and Linux's
+// ephemeral range, where FreePort's come from. A set's sentinels remember
+// every node they saw, a primary killed in a failover too, and make any
+// server that later answers at its address a replica of the new primary,
+// which replaces its data: a plain test's server given that port by
+// FreePort lost its keys so.
+func sentinelPort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		if p := 10000 + rand.IntN(5000); portFree(p) {
+			return p
+		}
+	}
+	t.Fatal("no free port for a Sentinel set's node")
+	return 0
+}
+
 func portFree(p int) bool {
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 	if err != nil {

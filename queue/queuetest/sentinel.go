@@ -65,7 +65,7 @@ func startSentinel(t testing.TB, linked bool, extra ...string) (*Sentinel, *Prox
 func startSentinelIn(t testing.TB, dir string, lent *nodeSet, linked bool, extra ...string) (*Sentinel, *Proxy) {
 	t.Helper()
 	s := &Sentinel{}
-	port := func() int { return FreePort(t) }
+	port := func() int { return sentinelPort(t) }
 	startNode := func(t testing.TB, parent, name string, port func() int, argsFor func(int, string) []string) *Node {
 		t.Helper()
 		return startNodeOf(t, lent, parent, name, port, argsFor)

@@ -24,15 +24,7 @@ func TestLaneTakesAheadOfItsSlots(t *testing.T) {
 	t.Parallel()
 	const n, limit = 40, 4
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Universal(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
-	require.NoError(t, err)
-	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	for i := range n {
-		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
-			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
-		require.NoError(t, err)
-	}
+	store := storeWithDueRuns(t, n)
 	var inCall, most atomic.Int32
 	release := make(chan struct{})
 	calls := map[string]*atomic.Int32{}
@@ -56,7 +48,7 @@ func TestLaneTakesAheadOfItsSlots(t *testing.T) {
 	require.NoError(t, l.Start(ctx))
 	stopAtCleanup(t, l)
 
-	insp := asynq.NewInspectorFromRedisClient(rdb)
+	insp := asynq.NewInspectorFromRedisClient(store.Redis())
 	count := func() (active, completed int) {
 		for _, q := range store.Tasks().Names() {
 			if qi, err := insp.GetQueueInfo(q); err == nil {
@@ -94,15 +86,7 @@ func TestLaneTakesNoneAheadOfLongCalls(t *testing.T) {
 	t.Parallel()
 	const n, limit = 40, 4
 	ctx := context.Background()
-	rdb := queuetest.StartRedis(t).Universal(t)
-	store, err := queue.NewStore(ctx, rdb, queue.RealClock{}, nil)
-	require.NoError(t, err)
-	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
-	for i := range n {
-		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
-			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
-		require.NoError(t, err)
-	}
+	store := storeWithDueRuns(t, n)
 	var done atomic.Int32
 	ex := executorFunc(func(ctx context.Context, r Request) (Result, error) {
 		defer done.Add(1)
@@ -128,4 +112,20 @@ func TestLaneTakesNoneAheadOfLongCalls(t *testing.T) {
 	}
 	require.LessOrEqual(t, most, limit)
 	require.Positive(t, most, "the lane was sampled while it held tasks")
+}
+
+// storeWithDueRuns is a store on a fresh Redis with n manual runs due,
+// keys k000 on.
+func storeWithDueRuns(t *testing.T, n int) *queue.Store {
+	t.Helper()
+	ctx := context.Background()
+	store, err := queue.NewStore(ctx, queuetest.StartRedis(t).Universal(t), queue.RealClock{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	for i := range n {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: time.Now().Add(-time.Second), IdempotencyKey: fmt.Sprintf("k%03d", i)})
+		require.NoError(t, err)
+	}
+	return store
 }

@@ -43,9 +43,10 @@ func maybeScheduledKey(m ManualRun) bool {
 
 // markEveryShard marks key taken in every shard but own (where the
 // manual run script marks it) for ttl seconds, where no mark is, and
-// increments those shards' runsMadeKey, in one pipeline, and returns the shards it marked and whether a live task
-// (one asynq is not done with, as run_key_taken asks) holds the key in
-// another shard's queue: a schedule's run whose record is gone.
+// increments those shards' runsMadeKey, in one pipeline. It returns the
+// shards it marked and whether a live task (one asynq is not done with,
+// as run_key_taken asks) holds the key in another shard's queue: a
+// schedule's run whose record is gone.
 func (s *Store) markEveryShard(ctx context.Context, key string, own int, ttl int64) (marked []int, held bool, err error) {
 	marks := make([]*redis.BoolCmd, s.cfg.Shards)
 	states := make([]*redis.StringCmd, s.cfg.Shards)

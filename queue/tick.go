@@ -28,8 +28,9 @@ type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
 // held, nothing retired for a reason, no run's record, task or manual
 // mark there yet), the plans are written by native commands in one
 // MULTI/EXEC that Redis runs only if none of those keys (and the shard's
-// runsMadeKey, for the runs' keys) changed since it was read. That is commit.lua's compare-and-set and its fresh-page check,
-// made by WATCH: the plans apply as the script would apply them, without
+// runsMadeKey, for the runs' keys) changed since it was read. That is
+// commit.lua's compare-and-set and its fresh-page check, made by WATCH:
+// the plans apply as the script would apply them, without
 // its Lua, which costs Redis more than the writes themselves
 // (docs/performance.md). Any other chunk, a transaction that WATCH
 // aborted, REDIS_WAIT_REPLICAS set, or a server whose WATCH misses writes
@@ -76,8 +77,8 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 // so a WATCH of n keys costs it n²/2 comparisons: about 300k
 // instructions per run with a chunk of 312 schedules and their runs'
 // three keys each, 8k with 32 schedules and one key per run (callgrind,
-// BenchmarkColdBurstRedisCost); the runs' keys are now one key per
-// shard (runsMadeKey). Smaller chunks cost round trips.
+// BenchmarkColdBurstRedisCost); the runs' keys are one key per shard
+// (runsMadeKey). Smaller chunks cost round trips.
 const fastChunk = 32
 
 // tickChunk is TickDue for the schedules ids: read under WATCH, planned,
@@ -146,7 +147,10 @@ func (s *Store) fastFits(due []DueSchedule, plans []Plan) bool {
 	}
 	for i := range plans {
 		d, p := &due[i], &plans[i]
-		if p.ID != d.ID || d.expect.ver == "" || d.paused || d.held || p.RetireReason != "" || (len(p.Runs) > 0 && d.expect.next == "") {
+		if p.ID != d.ID || d.expect.ver == "" || d.paused || d.held || p.RetireReason != "" {
+			return false
+		}
+		if len(p.Runs) > 0 && d.expect.next == "" {
 			return false
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // transaction) trust WATCH: Redis runs a transaction only if no other
 // connection wrote a watched key since it was watched. miniredis, which
 // chronos dev and unit tests embed, does not honour that for every
-// write: a ZREM that leaves members in a sorted set, an HDEL that leaves
-// fields in a hash and an LREM leave the key's watch as it was. Two
+// write: a ZREM that leaves members in a sorted set and an HDEL that
+// leaves fields in a hash leave the key's watch as it was. Two
 // forwarders then both push a task they read (ZREM of the same id by
 // each), and a transaction that removes by rank removes a task another
 // forwarder did not move. NewStore asks the server (watchSeesWrites), and

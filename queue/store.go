@@ -29,6 +29,7 @@ type Store struct {
 	defs            *defCache          // compiled definitions of due schedules
 	scriptFlags     bool               // Redis refuses a writing script whole when full
 	watchSeesWrites bool               // compare-and-sets may trust WATCH (watchprobe.go)
+	restoreRecords  atomic.Bool        // TickDue's fast path RESTOREs run records (recorddump.go)
 	ledger          *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
 	fastPages       atomic.Int64       // chunks TickDue committed in its fast path (tests)
 }
@@ -61,6 +62,7 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	b := &batcher{rdb: rdb}
 	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags,
 		watchSeesWrites: watch, ledger: newLedgerMetrics()}
+	s.restoreRecords.Store(watch && restoreBuildsRecords(ctx, rdb))
 	s.ends = &endGatherer{s: s}
 	newQueue := func(name string) *asynqwire.Queue {
 		q := asynqwire.New(rdb, name, b.runScript)

@@ -221,13 +221,22 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		scheduled []redis.Z
 		dueZ      = make([]any, 2, 2+2*len(plans))
 		sizes     = make([]*redis.IntCmd, len(plans))
+		restore   = s.restoreRecords.Load()
+		dumps     []byte // the runs' records as RESTORE takes them
+		dump      hashDump
+		restores  []restored
 	)
+	if restore {
+		dumps = make([]byte, 0, runDumpSize*nruns)
+		restores = make([]restored, 0, nruns)
+	}
 	pending[0], pending[1] = "LPUSH", q.Pending()
 	dueZ[0], dueZ[1] = "ZADD", dueKey(shard)
 	do := func(p redis.Pipeliner, from int) {
 		p.Do(ctx, args[from:len(args):len(args)]...)
 	}
 	run := 0
+	var dueCmd *redis.Cmd // the transaction's last command: it ran if this did
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range plans {
 			pl := &plans[i]
@@ -242,18 +251,15 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 				run++
 				var at, key any = ms(r.RunAt), r.Key
 				from := len(args)
-				args = append(args, "HSET", rk, rfSchedule, id, rfRunAt, at, rfFireAt, ms(r.FireAt), rfStatus, statusArg(r.Status),
-					rfCreated, nowMS, rfUpdated, nowMS, rfSource, srcSchedule)
-				if r.Error != "" {
-					args = append(args, rfError, r.Error)
+				if restore && dumpFits(pl.ID, r.Error, string(r.Reason)) {
+					start := len(dumps)
+					dumps = appendRunDump(dumps, &dump, pl.ID, ms(r.RunAt), ms(r.FireAt), string(r.Status), ms(now), r.Error, string(r.Reason))
+					args = append(args, "RESTORE", rk, 0, dumps[start:len(dumps):len(dumps)])
+					restores = append(restores, restored{p.Do(ctx, args[from:len(args):len(args)]...), rk, id, r})
+				} else {
+					args = appendRunHSET(args, rk, id, r, nowMS)
+					do(p, from)
 				}
-				if r.Reason != "" {
-					args = append(args, rfReason, string(r.Reason))
-				}
-				if r.Status == model.RunEnqueued {
-					args = append(args, rfEnqueued, nowMS)
-				}
-				do(p, from)
 				if r.Status == model.RunEnqueued {
 					msg, processAt, err := s.asynqTask(shard, &r.Task, now)
 					if err != nil {
@@ -304,11 +310,22 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		if len(scheduled) > 0 {
 			p.ZAdd(ctx, q.Scheduled(), scheduled...)
 		}
-		p.Do(ctx, dueZ...)
+		dueCmd = p.Do(ctx, dueZ...)
 		return nil
 	})
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, true, nil // a key changed since it was read: commit.lua decides
+	}
+	if err != nil && restoreRefused(restores) {
+		// The server refused a RESTORE that NewStore's probe made (a
+		// failover to an older Redis, an ACL changed since): records are
+		// written by HSET from now on.
+		s.restoreRecords.Store(false)
+		if dueCmd.Val() == nil {
+			return nil, true, nil // refused as queued: EXEC wrote nothing, commit.lua decides
+		}
+		// Refused as run: the transaction's other writes stand.
+		err = s.restoreFailed(ctx, restores, nowMS)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("commit %d plans of shard %d: %w", len(plans), shard, err)

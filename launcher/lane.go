@@ -90,19 +90,29 @@ const leaseExtendInterval = 5 * time.Second
 const finishPatience = 20 * time.Second
 
 // takeAhead is how many tasks beyond its Concurrency, in Concurrencies,
-// a lane holds taken, with their launch state read, for its slots to
+// a lane may hold taken, with their launch state read, for its slots to
 // start as soon as they come free. A slot then waits for no round trip:
 // with the take, the launch state's read and the gathering of free slots
 // in each slot's time, a launcher at concurrency 10 kept its slots
 // waiting on Redis as much as on its executor. The executor still gets
 // at most Concurrency calls at once.
 //
-// A task taken ahead waits about one executor call for its slot, leased
-// to this launcher (another with free slots cannot start it) and with
-// its launch state read that long before it starts. So the lane takes
-// ahead only while its calls average under takeAheadMaxCall: a wait of
-// a few ms, as gatherWait's; longer calls hide the round trips anyway.
-const takeAhead = 1
+// A task taken ahead waits for a slot, leased to this launcher (another
+// with free slots cannot start it) and with its launch state read that
+// long before it starts. So the lane holds ahead only as many as its
+// slots start within takeAheadMaxCall, by the moving average of the time
+// a run holds its slot: a Concurrency ahead per takeAheadMaxCall ÷ that
+// time, up to takeAhead, and none once its calls average more than
+// takeAheadMaxCall (longer calls hide the round trips anyway).
+//
+// Under load the take is what bounds a lane with short calls: its two
+// round trips (the take, the launch state's read) wait a millisecond or
+// more each behind other clients' scripts, and each carries what its
+// holds freed meanwhile, about half of them. More ahead makes those
+// batches larger, with fewer script calls and round trips per run, which
+// is what the harness found raising LAUNCHER_CONCURRENCY did
+// (docs/performance.md, "Launch: round trips per run").
+const takeAhead = 4
 
 // takeAheadMaxCall: see takeAhead.
 const takeAheadMaxCall = 5 * time.Millisecond
@@ -117,8 +127,11 @@ type lane struct {
 	// finishing bounds the runs past their executor calls whose statuses
 	// and task ends are being written: a run frees its slot for the next
 	// task as soon as the executor answers, so that taking the next tasks
-	// overlaps with those writes (two round trips fewer per slot). When
-	// Redis is slow this fills up and the runs keep their slots.
+	// overlaps with those writes (two round trips fewer per slot). It has
+	// a place per hold: the runs of a take end together and wait for one
+	// write in flight, and with only Concurrency places the runs behind
+	// them kept their slots for it. When Redis is slow this fills up and
+	// the runs keep their slots.
 	finishing chan struct{}
 
 	mu   sync.Mutex
@@ -159,8 +172,8 @@ type lane struct {
 func newLane(l *Launcher) *lane {
 	n := l.cfg.Concurrency
 	holds := (1 + takeAhead) * n
-	return &lane{l: l, holds: make(chan struct{}, holds), slots: make(chan struct{}, n), finishing: make(chan struct{}, n),
-		held: map[*asynqwire.Task]bool{}, wakeUp: make(chan struct{}, 1), work: make(chan *taken, holds+n),
+	return &lane{l: l, holds: make(chan struct{}, holds), slots: make(chan struct{}, n), finishing: make(chan struct{}, holds),
+		held: map[*asynqwire.Task]bool{}, wakeUp: make(chan struct{}, 1), work: make(chan *taken, 2*holds),
 		freed: make(chan struct{}, 1)}
 }
 
@@ -311,13 +324,16 @@ func (ln *lane) gather(ctx context.Context) int {
 	return n
 }
 
-// holdLimit is how many tasks the lane may hold: its slots and, while
-// its calls are short, takeAhead more (see takeAhead).
+// holdLimit is how many tasks the lane may hold: its slots and as many
+// Concurrencies more as its slots start within takeAheadMaxCall, at most
+// takeAhead (see takeAhead).
 func (ln *lane) holdLimit() int {
-	if time.Duration(ln.callTime.Load()) > takeAheadMaxCall {
-		return cap(ln.slots)
+	call := time.Duration(ln.callTime.Load())
+	ahead := takeAhead
+	if call > 0 {
+		ahead = int(min(takeAheadMaxCall/call, takeAhead))
 	}
-	return cap(ln.holds)
+	return (1 + ahead) * cap(ln.slots)
 }
 
 // called adds a run's time in its slot to the moving average.

@@ -84,7 +84,7 @@ func TestLaneTakesAheadOfItsSlots(t *testing.T) {
 // here while another launcher may have a free slot.
 func TestLaneTakesNoneAheadOfLongCalls(t *testing.T) {
 	t.Parallel()
-	const n, limit = 40, 4
+	const n, limit = 80, 4
 	ctx := context.Background()
 	store := storeWithDueRuns(t, n)
 	var done atomic.Int32
@@ -99,10 +99,11 @@ func TestLaneTakesNoneAheadOfLongCalls(t *testing.T) {
 	stopAtCleanup(t, l)
 
 	// The first calls, before their time is known, may have been taken
-	// ahead; once the average passes takeAheadMaxCall none are.
+	// ahead, takeAhead Concurrencies of them, which take as many calls to
+	// start; once the average passes takeAheadMaxCall none are.
 	require.Eventually(t, func() bool { return time.Duration(l.lane.callTime.Load()) > takeAheadMaxCall },
 		10*time.Second, time.Millisecond)
-	for range 3 * limit {
+	for range (takeAhead + 2) * 4 {
 		<-time.After(takeAheadMaxCall)
 	}
 	most := 0

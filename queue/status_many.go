@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,10 +97,11 @@ func (g *endGatherer) flush() {
 // endCall is one status_done_many.lua call: runs of one shard whose
 // tasks' ends share their keys and counters' expiry.
 type endCall struct {
-	ends []*launchEnd
-	keys []string
-	args []any
-	cmd  *redis.Cmd
+	ends  []*launchEnd
+	keys  []string
+	args  []any
+	owner string // the shard's owner-less active set, which each run names
+	cmd   *redis.Cmd
 }
 
 // send writes the ends of batch, one script call for each shard's up to
@@ -110,25 +110,35 @@ func (g *endGatherer) send(batch []*launchEnd) {
 	s := g.s
 	now := ms(s.clock.Now())
 	var calls []*endCall
-	open := map[string]*endCall{}
+	// The ends of one call share the shard, the queue's keys (its active
+	// list names them), the day's counters and their expiry: a key of
+	// those, where one string of them all was four allocations per run.
+	type group struct {
+		sh                     int
+		active, dest, counters string
+		expiry                 any
+	}
+	open := map[group]*endCall{}
 	for _, e := range batch {
 		if e.sent = e.ctx.Err() == nil; !e.sent { // its caller has given up
 			continue
 		}
 		sh := e.sh
-		group := fmt.Sprint(sh, "\x00", strings.Join(endSharedKeys(e.keys), "\x00"), "\x00", e.args[4])
-		c := open[group]
+		g := group{sh: sh, active: e.keys[0], dest: e.keys[3], counters: e.keys[4], expiry: e.args[4]}
+		c := open[g]
 		if c == nil || len(c.ends) == maxEnds {
 			c = &endCall{
-				keys: append([]string{dueKey(sh), inflightKey(sh), autoPausedKey(sh), s.queue(sh).Keys().Scheduled()}, endSharedKeys(e.keys)...),
-				args: []any{releasedChannel(sh), now, e.args[4]},
+				keys:  append([]string{dueKey(sh), inflightKey(sh), autoPausedKey(sh), s.queue(sh).Keys().Scheduled()}, endSharedKeys(e.keys)...),
+				args:  []any{releasedChannel(sh), now, e.args[4]},
+				owner: alarmsActiveKey(sh, ""),
 			}
-			open[group] = c
+			open[g] = c
 			calls = append(calls, c)
 		}
 		c.ends = append(c.ends, e)
 		u := e.u
-		skey, bfq := runKey(sh, e.key), runKey(sh, e.key) // declared keys of the slot when there is no schedule
+		rkey := runKey(sh, e.key)
+		skey, bfq := rkey, rkey // declared keys of the slot when there is no schedule
 		if e.sid != "" {
 			skey, bfq = scheduleKey(sh, e.sid), backfillQueueKey(sh, e.sid)
 		}
@@ -136,7 +146,7 @@ func (g *endGatherer) send(batch []*launchEnd) {
 		if u.DeliveryFailed {
 			failed = flagSet
 		}
-		c.keys = append(c.keys, runKey(sh, e.key), skey, alarmsActiveKey(sh, ""), bfq, e.keys[2])
+		c.keys = append(c.keys, rkey, skey, c.owner, bfq, e.keys[2])
 		c.args = append(c.args, e.key, string(u.Status), u.RunID, u.Error, string(u.From), string(u.Release), failed,
 			string(u.Reason), e.sid, "", e.args[0], e.args[2], e.args[3])
 	}

@@ -479,33 +479,35 @@ func (l *Launcher) recordLaunch(ctx context.Context, p *queue.TaskPayload, u que
 	}
 }
 
-// earlyMargin is how much earlier than the launchers' clock skew explains a
-// run may come and still be waited for (asynq rounds a run's time up to
-// the second; the skew is read a moment apart from asynq's forwarding).
+// earlyMargin is how much earlier than the launchers' clock skew and the
+// schedulers' forward lead explain a run may come and still be waited for
+// (asynq rounds a run's time up to the second; the skew is read a moment
+// apart from the forwarding).
 const earlyMargin = time.Second
 
 // waitForFireTime holds a run taken before its time on the shared clock
-// until then. Runs enqueued ahead are made runnable by the shared clock
-// now, but an asynq server moves them to the pending list by its own
-// host's clock (the launchers of versions that ran one, during a rolling
+// until then, holding its worker slot. Schedulers make the runs enqueued
+// ahead runnable up to their forward lead before their time (at most
+// queue.ForwardLeadMax), so that a burst is runnable by its second.
+// An asynq server moves them to the pending list by its own host's clock
+// instead (the launchers of versions that ran one, during a rolling
 // upgrade), so when such a host's clock is ahead of Redis's, runs reach
-// every launcher that much early: they wait,
-// holding a worker slot (a warning says so past a second: fix that
-// host's NTP). A run further ahead than any live launcher's skew
-// explains was moved to pending on purpose (the dashboard's "Run") and
-// starts at once.
+// every launcher that much early: they wait too (a warning says so past
+// the lead and a second: fix that host's NTP). A run further ahead than
+// the lead and any live launcher's skew explain was moved to pending on
+// purpose (the dashboard's "Run") and starts at once.
 func (l *Launcher) waitForFireTime(ctx context.Context, p *queue.TaskPayload) error {
 	early := p.FireAt.Sub(l.store.Clock().Now())
 	if early <= 0 {
 		return nil
 	}
 	skew := max(l.hostSkew(), time.Duration(l.fleetSkew.Load()))
-	if early > skew+earlyMargin {
+	if early > skew+queue.ForwardLeadMax+earlyMargin {
 		l.logger.InfoContext(ctx, "starting a run before its time: it was moved to pending (the dashboard's Run)",
 			"idempotency_key", p.IdempotencyKey, "early", early)
 		return nil
 	}
-	if early > time.Second {
+	if early > queue.ForwardLeadMax+time.Second {
 		l.logger.WarnContext(ctx, "run taken before its time: a launcher host's clock is ahead of Redis's (check NTP on the launchers' hosts); waiting for it",
 			"idempotency_key", p.IdempotencyKey, "early", early, "skew", skew)
 	}

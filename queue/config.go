@@ -31,6 +31,11 @@ const (
 	// NoRetry as Config.TaskMaxRetry makes the first failed launch attempt
 	// final (zero there means the default).
 	NoRetry = -1
+	// ForwardLeadMax bounds how long before its time a run enqueued ahead
+	// may be made runnable (the scheduler's Config.ForwardLead). Launchers
+	// hold a run that comes up to this early, beside any clock skew, and
+	// start one that comes earlier at once: it was moved on purpose.
+	ForwardLeadMax = time.Second
 )
 
 // Config configures a Store. The zero value of each field means its default.

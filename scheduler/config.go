@@ -33,6 +33,14 @@ const (
 	// SpreadWindowDefault is the window the "spread" catch-up policy
 	// spreads missed runs over.
 	SpreadWindowDefault = time.Minute
+	// ForwardLeadDefault is how long before their second the runs enqueued
+	// ahead are made runnable. Forwarding costs Redis about 4-5 us a run
+	// (docs/performance.md), so 100,000 runs due in one second take about
+	// half a second to move: with this lead they are runnable by their
+	// second, where they would trickle in over the half second after it.
+	ForwardLeadDefault = 500 * time.Millisecond
+	// NoForwardLead as Config.ForwardLead forwards runs at their second.
+	NoForwardLead time.Duration = -1
 )
 
 // Config configures a Scheduler. The zero value of each field means its
@@ -60,6 +68,12 @@ type Config struct {
 	// SpreadWindow is where "spread" catch-up places missed runs. Default
 	// SpreadWindowDefault.
 	SpreadWindow time.Duration
+	// ForwardLead is how long before their second the runs enqueued ahead
+	// are moved to asynq's pending list, at most queue.ForwardLeadMax.
+	// Launchers hold a run taken early until its time on the shared
+	// clock, so none starts early. Default ForwardLeadDefault;
+	// NoForwardLead forwards at the second.
+	ForwardLead time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -75,6 +89,7 @@ func (c *Config) WithDefaults() Config {
 	v.RunTimeout = cmp.Or(v.RunTimeout, RunTimeoutDefault)
 	v.MisfireGrace = cmp.Or(v.MisfireGrace, MisfireGraceDefault)
 	v.SpreadWindow = cmp.Or(v.SpreadWindow, SpreadWindowDefault)
+	v.ForwardLead = max(cmp.Or(v.ForwardLead, ForwardLeadDefault), 0)
 	return v
 }
 
@@ -97,6 +112,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("scheduler: Config.PageSize must be between 1 and 10000, got %d", c.PageSize)
 	case c.RunTimeout < 0, c.SpreadWindow < 0:
 		return fmt.Errorf("scheduler: Config.RunTimeout and Config.SpreadWindow must not be negative, got %s and %s", c.RunTimeout, c.SpreadWindow)
+	case c.ForwardLead > queue.ForwardLeadMax:
+		return fmt.Errorf("scheduler: Config.ForwardLead must be at most %s (launchers start a run that comes earlier than that at once, as one moved from the dashboard), got %s",
+			queue.ForwardLeadMax, c.ForwardLead)
 	case c.MisfireGrace <= c.takeover():
 		return fmt.Errorf("scheduler: Config.MisfireGrace (%s) must exceed the time other replicas may take to "+
 			"take over a dead replica's shards (Config.LeaseTTL + Config.LeaseTTL/3 + Config.TickInterval = %s), or runs due "+

@@ -321,13 +321,15 @@ func (s *Scheduler) shardLoop(ctx context.Context, l *shardLoop) {
 	})
 }
 
-// forwardLoop makes the runs enqueued ahead runnable on each tick
-// boundary, when they come due on the shared clock
-// (asynqwire.Queue.Forward): the moment their second begins, where the
-// launchers' own forwarding comes up to ForwardInterval later.
+// forwardLoop makes the runs enqueued ahead runnable Config.ForwardLead
+// before each tick boundary, for the second that boundary begins
+// (asynqwire.Set.ForwardAhead): a burst due in one second is moved before
+// it, and launchers hold each run until its time. The launchers' own
+// forwarding, at the second, comes up to ForwardInterval later.
 func (s *Scheduler) forwardLoop(ctx context.Context) {
-	s.onTicks(ctx, func() {
-		if _, err := s.store.Tasks().Forward(ctx, s.store.Clock().Now()); err != nil && ctx.Err() == nil {
+	lead := s.cfg.ForwardLead
+	s.onTicksAhead(ctx, nil, lead, func() {
+		if _, err := s.store.Tasks().ForwardAhead(ctx, s.store.Clock().Now(), lead); err != nil && ctx.Err() == nil {
 			s.logger.WarnContext(ctx, "forwarding due run tasks failed; launchers forward them too", "err", err)
 		}
 	})
@@ -335,11 +337,16 @@ func (s *Scheduler) forwardLoop(ctx context.Context) {
 
 // onTicks calls tick at once and then on each tick boundary (see
 // untilNextTick) until ctx ends.
-func (s *Scheduler) onTicks(ctx context.Context, tick func()) { s.onTicksAndWakes(ctx, nil, tick) }
+func (s *Scheduler) onTicks(ctx context.Context, tick func()) { s.onTicksAhead(ctx, nil, 0, tick) }
 
 // onTicksAndWakes is onTicks that also calls tick on each wake, between
 // boundaries; the wait for the next boundary goes on.
 func (s *Scheduler) onTicksAndWakes(ctx context.Context, wake <-chan struct{}, tick func()) {
+	s.onTicksAhead(ctx, wake, 0, tick)
+}
+
+// onTicksAhead is onTicksAndWakes calling tick lead before each boundary.
+func (s *Scheduler) onTicksAhead(ctx context.Context, wake <-chan struct{}, lead time.Duration, tick func()) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var boundary time.Time // the tick boundary last waited for
@@ -354,7 +361,7 @@ func (s *Scheduler) onTicksAndWakes(ctx context.Context, wake <-chan struct{}, t
 		}
 		tick()
 		var wait time.Duration
-		wait, boundary = s.untilNextTick(boundary)
+		wait, boundary = s.untilNextTick(boundary, lead)
 		t.Reset(wait)
 	}
 }
@@ -363,23 +370,23 @@ func (s *Scheduler) onTicksAndWakes(ctx context.Context, wake <-chan struct{}, t
 // due on the boundary is due by then even with a little clock jitter.
 const tickPhase = 2 * time.Millisecond
 
-// untilNextTick returns the time to the next multiple of the tick
-// interval on the shared clock (plus tickPhase) after the boundary last
-// waited for, and that boundary. Fire times fall on whole seconds, so
-// with the default 1 s tick a run is picked up milliseconds after it is
-// due instead of anywhere up to a tick later. While the shared clock
+// untilNextTick returns the time to lead before the next multiple of the
+// tick interval on the shared clock (plus tickPhase) after the boundary
+// last waited for, and that boundary. Fire times fall on whole seconds,
+// so with the default 1 s tick a run is picked up milliseconds after it
+// is due instead of anywhere up to a tick later. While the shared clock
 // holds still (queue.RedisClock never runs backwards) the loop ticks once
 // a tick of real time and keeps waiting for the same boundary: the short
 // wait to it, read again and again, would spin against Redis, and moving
 // the boundary on would leave the loop asleep long after the clock moves.
-func (s *Scheduler) untilNextTick(last time.Time) (time.Duration, time.Time) {
+func (s *Scheduler) untilNextTick(last time.Time, lead time.Duration) (time.Duration, time.Time) {
 	tick := s.cfg.TickInterval
-	now := s.clock.Now()
-	next := now.Add(tick - time.Duration(now.UnixNano()%int64(tick)))
+	ahead := s.clock.Now().Add(lead)
+	next := ahead.Add(tick - time.Duration(ahead.UnixNano()%int64(tick)))
 	if !next.After(last) {
 		return tick, last
 	}
-	return next.Sub(now) + tickPhase, next
+	return next.Sub(ahead) + tickPhase, next
 }
 
 var errLeaseLost = errors.New("shard lease is about to expire; not acting on it")

@@ -44,6 +44,7 @@ var settingNames = []struct{ field, setting string }{
 	{"Config.LeaseTTL", "LEASE_TTL"},
 	{"Config.RunTimeout", "RUN_TIMEOUT"},
 	{"Config.MisfireGrace", "MISFIRE_GRACE_MS"},
+	{"Config.ForwardLead", "FORWARD_LEAD_MS"},
 
 	{"Config.Concurrency", "LAUNCHER_CONCURRENCY"},
 	{"Config.ShutdownTimeout", "SHUTDOWN_TIMEOUT"},
@@ -120,6 +121,8 @@ func schedulerConfig(c Common, o *SchedulerOpts) *scheduler.Config {
 		LeaseTTL:          o.LeaseTTL,
 		RunTimeout:        c.RunTimeout,
 		MisfireGrace:      time.Duration(o.MisfireGraceMS) * time.Millisecond,
+		// FORWARD_LEAD_MS=0: none, not the default.
+		ForwardLead: cmp.Or(time.Duration(o.ForwardLeadMS)*time.Millisecond, scheduler.NoForwardLead),
 	}
 }
 

@@ -272,6 +272,8 @@ func TestZeroSettingsAreRejected(t *testing.T) {
 		{[]string{"all", "--shards", "0"}, "SHARDS must be greater than 0, got 0"},
 		{[]string{"scheduler", "--tick-ms", "0"}, "TICK_MS must be greater than 0, got 0"},
 		{[]string{"scheduler", "--lease-ttl", "0s"}, "LEASE_TTL must be greater than 0, got 0s"},
+		{[]string{"scheduler", "--forward-lead-ms=-1"}, "FORWARD_LEAD_MS must be between 0 (runnable at their second) and 1000, got -1"},
+		{[]string{"scheduler", "--forward-lead-ms", "1001"}, "FORWARD_LEAD_MS must be between 0 (runnable at their second) and 1000, got 1001"},
 		{[]string{"launcher", "--launcher-concurrency", "0"}, "LAUNCHER_CONCURRENCY must be greater than 0, got 0"},
 		{[]string{"launcher", "--shutdown-timeout=-1s"}, "SHUTDOWN_TIMEOUT must be greater than 0, got -1s"},
 		{[]string{"api", "--run-history", "0"}, "RUN_HISTORY must be greater than 0, got 0"},

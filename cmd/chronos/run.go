@@ -459,6 +459,10 @@ func (p processSpec) validateNumbers() error {
 	if s := p.sched; s != nil {
 		errs = append(errs, positive("TICK_MS", s.TickMS), positive("MAX_CATCHUP_PER_TICK", s.MaxCatchupPerTick),
 			positive("LEASE_TTL", s.LeaseTTL), positive("MISFIRE_GRACE_MS", s.MisfireGraceMS))
+		if s.ForwardLeadMS < 0 || s.ForwardLeadMS > queue.ForwardLeadMax.Milliseconds() {
+			errs = append(errs, fmt.Errorf("FORWARD_LEAD_MS must be between 0 (runnable at their second) and %d, got %d",
+				queue.ForwardLeadMax.Milliseconds(), s.ForwardLeadMS))
+		}
 	}
 	if l := p.launch; l != nil {
 		errs = append(errs, positive("LAUNCHER_CONCURRENCY", l.Concurrency),

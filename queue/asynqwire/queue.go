@@ -131,7 +131,7 @@ const ForwardBatch = 500
 // once. Pass the clock the tasks' times were scored by: chronos scores a
 // run by its fire time on the shared clock.
 func (q *Queue) Forward(ctx context.Context, now time.Time) (int, error) {
-	return q.forward(ctx, q.keys.Scheduled(), now)
+	return q.forward(ctx, q.keys.Scheduled(), now, now)
 }
 
 // ForwardRetries makes the tasks to retry at or before now runnable (Retry
@@ -139,13 +139,15 @@ func (q *Queue) Forward(ctx context.Context, now time.Time) (int, error) {
 // scored by the host that finished the failed attempt (Finish's retryAt)
 // or recovered it (Recover), so now is the host's clock.
 func (q *Queue) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
-	return q.forward(ctx, q.keys.Retry(), now)
+	return q.forward(ctx, q.keys.Retry(), now, now)
 }
 
-func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, error) {
+// forward moves the tasks of from scored at or before due, batch by
+// batch, stamping them pending since now.
+func (q *Queue) forward(ctx context.Context, from string, due, now time.Time) (int, error) {
 	total := 0
 	for {
-		n, read, err := q.forwardBatch(ctx, from, now)
+		n, read, err := q.forwardBatch(ctx, from, due, now)
 		total += n
 		if err != nil || read < ForwardBatch {
 			return total, err
@@ -158,16 +160,16 @@ func (q *Queue) forward(ctx context.Context, from string, now time.Time) (int, e
 // and, when from changed since it was read, by forward.lua, which moves
 // the ids read that are still due. A queue that forwards by script
 // (ForwardByScript) reads the ids and calls the script alone.
-func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (moved, read int, err error) {
+func (q *Queue) forwardBatch(ctx context.Context, from string, due, now time.Time) (moved, read int, err error) {
 	var (
 		ids     []string
 		changed bool
 	)
 	if q.byScript {
-		ids, err = q.rdb.ZRangeByScore(ctx, from, dueRange(now)).Result()
+		ids, err = q.rdb.ZRangeByScore(ctx, from, dueRange(due)).Result()
 		changed = len(ids) > 0
 	} else {
-		ids, changed, err = q.forwardTx(ctx, from, now)
+		ids, changed, err = q.forwardTx(ctx, from, due, now)
 	}
 	if err != nil {
 		return 0, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
@@ -175,7 +177,7 @@ func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (m
 	if !changed {
 		return len(ids), len(ids), nil
 	}
-	moved, err = forwardScript.Run(ctx, q.rdb, q.forwardKeys(from, ids), forwardArgs(now, ids)...).Int()
+	moved, err = forwardScript.Run(ctx, q.rdb, q.forwardKeys(from, ids), forwardArgs(due, now, ids)...).Int()
 	if err != nil {
 		return moved, len(ids), fmt.Errorf("forward due tasks of %s: %w", q.keys.Queue, err)
 	}
@@ -192,11 +194,11 @@ func (q *Queue) forwardBatch(ctx context.Context, from string, now time.Time) (m
 // (BenchmarkForwardRedisCost). changed says the EXEC wrote nothing
 // because from changed (another forwarder, a task written ahead or a
 // retry meanwhile).
-func (q *Queue) forwardTx(ctx context.Context, from string, now time.Time) (ids []string, changed bool, err error) {
+func (q *Queue) forwardTx(ctx context.Context, from string, due, now time.Time) (ids []string, changed bool, err error) {
 	nowNS := now.UnixNano()
 	err = q.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		var err error
-		if ids, err = tx.ZRangeByScore(ctx, from, dueRange(now)).Result(); err != nil || len(ids) == 0 {
+		if ids, err = tx.ZRangeByScore(ctx, from, dueRange(due)).Result(); err != nil || len(ids) == 0 {
 			return err
 		}
 		members := make([]any, len(ids))
@@ -234,10 +236,10 @@ func (q *Queue) forwardTx(ctx context.Context, from string, now time.Time) (ids 
 	return ids, changed, err
 }
 
-// dueRange selects the first ForwardBatch tasks due at now in a
+// dueRange selects the first ForwardBatch tasks due at due in a
 // scheduled or retry set (scored in unix s).
-func dueRange(now time.Time) *redis.ZRangeBy {
-	return &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.Unix(), 10), Count: ForwardBatch}
+func dueRange(due time.Time) *redis.ZRangeBy {
+	return &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(due.Unix(), 10), Count: ForwardBatch}
 }
 
 // forwardKeys are the forward script's keys for the ids read due in from.
@@ -250,9 +252,9 @@ func (q *Queue) forwardKeys(from string, ids []string) []string {
 	return keys
 }
 
-func forwardArgs(now time.Time, ids []string) []any {
+func forwardArgs(due, now time.Time, ids []string) []any {
 	args := make([]any, 0, 2+len(ids))
-	args = append(args, now.Unix(), now.UnixNano())
+	args = append(args, due.Unix(), now.UnixNano())
 	for _, id := range ids {
 		args = append(args, id)
 	}

@@ -279,12 +279,21 @@ func (s *Set) readLens(ctx context.Context, n int) error {
 // due in every queue in one pipeline, then forwards the queues that have
 // some, forwardWorkers at a time.
 func (s *Set) Forward(ctx context.Context, now time.Time) (int, error) {
-	return s.forward(ctx, now, Keys.Scheduled)
+	return s.forward(ctx, now, now, Keys.Scheduled)
+}
+
+// ForwardAhead is Forward for the tasks scheduled at or before now+lead:
+// they become pending up to lead before their time, stamped pending
+// since now. Their takers wait for their time (chronos's launchers do:
+// a run starts at its fire time on the shared clock), so a burst moved
+// ahead is runnable at its second instead of as the forward reaches it.
+func (s *Set) ForwardAhead(ctx context.Context, now time.Time, lead time.Duration) (int, error) {
+	return s.forward(ctx, now.Add(lead), now, Keys.Scheduled)
 }
 
 // ForwardRetries is Forward for the retries due (Queue.ForwardRetries).
 func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
-	return s.forward(ctx, now, Keys.Retry)
+	return s.forward(ctx, now, now, Keys.Retry)
 }
 
 // forwardWorkers is how many queues one Forward moves tasks of at once,
@@ -297,11 +306,13 @@ func (s *Set) ForwardRetries(ctx context.Context, now time.Time) (int, error) {
 // 4.2 ms; 2 in 523-536 ms; 4 in 440-456 ms with PING p99 5.0-5.4 ms).
 const forwardWorkers = 3
 
-func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string) (int, error) {
+// forward moves the tasks of every queue's from scored at or before due,
+// stamping them pending since now.
+func (s *Set) forward(ctx context.Context, due, now time.Time, from func(Keys) string) (int, error) {
 	// ZCOUNT is a lookup in the set's index: an idle forward costs Redis
 	// one cheap command per queue.
 	counts := make([]*redis.IntCmd, len(s.queues))
-	until := strconv.FormatInt(now.Unix(), 10)
+	until := strconv.FormatInt(due.Unix(), 10)
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range s.queues {
 			counts[i] = p.ZCount(ctx, from(q.keys), "-inf", until)
@@ -310,10 +321,10 @@ func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string
 	}); err != nil {
 		return 0, fmt.Errorf("count due tasks: %w", err)
 	}
-	var due []*Queue
+	var some []*Queue // the queues with tasks due
 	for i, q := range s.queues {
 		if counts[i].Val() > 0 {
-			due = append(due, q)
+			some = append(some, q)
 		}
 	}
 	var (
@@ -323,11 +334,11 @@ func (s *Set) forward(ctx context.Context, now time.Time, from func(Keys) string
 		wg    sync.WaitGroup
 		next  atomic.Int32
 	)
-	for range min(forwardWorkers, len(due)) {
+	for range min(forwardWorkers, len(some)) {
 		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(due); i = int(next.Add(1)) - 1 {
-				q := due[i]
-				n, err := q.forward(ctx, from(q.keys), now)
+			for i := int(next.Add(1)) - 1; i < len(some); i = int(next.Add(1)) - 1 {
+				q := some[i]
+				n, err := q.forward(ctx, from(q.keys), due, now)
 				mu.Lock()
 				total += n
 				if err != nil {

@@ -63,12 +63,15 @@ type burstResult struct {
 }
 
 // firesPerSec is N over the time from the due second to the last enqueue:
-// the rate a user sees when all N are due at once.
+// the rate a user sees when all N are due at once. Runs enqueued ahead
+// are made runnable from the forward lead before their second, so the
+// window then starts at the first: the rate of the forward itself.
 func (r *burstResult) firesPerSec() float64 {
-	if !r.enq.complete || r.enq.last <= 0 {
+	window := r.enq.last - min(r.enq.first, 0)
+	if !r.enq.complete || window <= 0 {
 		return 0
 	}
-	return float64(r.n) / r.enq.last.Seconds()
+	return float64(r.n) / window.Seconds()
 }
 
 // exactlyOnce is the correctness column: every schedule fired once, with

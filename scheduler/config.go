@@ -34,11 +34,13 @@ const (
 	// spreads missed runs over.
 	SpreadWindowDefault = time.Minute
 	// ForwardLeadDefault is how long before their second the runs enqueued
-	// ahead are made runnable. Forwarding costs Redis about 4-5 us a run
-	// (docs/performance.md), so 100,000 runs due in one second take about
-	// half a second to move: with this lead they are runnable by their
-	// second, where they would trickle in over the half second after it.
-	ForwardLeadDefault = 500 * time.Millisecond
+	// ahead are made runnable. Forwarding costs Redis 4-7 us a run
+	// (docs/performance.md), so 100,000 runs due in one second take 0.5 to
+	// 1 s to move: with this lead they are runnable by their second, or
+	// soon after on a busy Redis, where they would trickle in over the
+	// second after it. The forward of the next second then runs a quarter
+	// second after the tick that commits this one's runs, not beside it.
+	ForwardLeadDefault = 750 * time.Millisecond
 	// NoForwardLead as Config.ForwardLead forwards runs at their second.
 	NoForwardLead time.Duration = -1
 )

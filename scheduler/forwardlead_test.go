@@ -17,8 +17,7 @@ import (
 
 // A scheduler makes the runs enqueued ahead runnable Config.ForwardLead
 // before their second, never earlier, and with NoForwardLead at their
-// second. (A schedule firing every second has its next run enqueued at
-// each tick, so a lead as long as the tick would find it not yet there.) No launcher runs here, so the scheduler's forward alone moves
+// second. No launcher runs here, so the scheduler's forward alone moves
 // them, and each task's pending_since (the shared clock at the move)
 // tells when.
 func TestSchedulerForwardsRunsTheirLeadBeforeTheirSecond(t *testing.T) {

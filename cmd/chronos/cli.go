@@ -80,7 +80,7 @@ type SchedulerOpts struct {
 	MaxCatchupPerTick int           `name:"max-catchup-per-tick" env:"MAX_CATCHUP_PER_TICK" default:"100" help:"Most runs one schedule emits per tick (bounds catch-up after downtime), at most 1000."`
 	LeaseTTL          time.Duration `name:"lease-ttl" env:"LEASE_TTL" default:"5s" help:"Shard lease lifetime: a dead replica's shards move within it."`
 	MisfireGraceMS    int64         `name:"misfire-grace-ms" env:"MISFIRE_GRACE_MS" default:"10000" help:"A run found later than this is 'missed' and follows the catch-up policy; must exceed LEASE_TTL*4/3 + TICK_MS (a shard takeover)."`
-	ForwardLeadMS     int64         `name:"forward-lead-ms" env:"FORWARD_LEAD_MS" default:"500" help:"How long before their second runs enqueued ahead become runnable (launchers hold them until their time), 0 to 1000; 0 makes them runnable at their second."`
+	ForwardLeadMS     int64         `name:"forward-lead-ms" env:"FORWARD_LEAD_MS" default:"750" help:"How long before their second runs enqueued ahead become runnable (launchers hold them until their time), 0 to 1000; 0 makes them runnable at their second."`
 }
 
 // LauncherOpts are the launcher replica's settings.

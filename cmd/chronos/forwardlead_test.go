@@ -13,7 +13,7 @@ import (
 // default; the default setting is the package's default.
 func TestForwardLeadSetting(t *testing.T) {
 	t.Parallel()
-	for ms, want := range map[int64]time.Duration{0: 0, 250: 250 * time.Millisecond, 500: scheduler.ForwardLeadDefault} {
+	for ms, want := range map[int64]time.Duration{0: 0, 250: 250 * time.Millisecond, 750: scheduler.ForwardLeadDefault} {
 		cfg := schedulerConfig(Common{}, &SchedulerOpts{ForwardLeadMS: ms})
 		require.Equal(t, want, cfg.WithDefaults().ForwardLead, "FORWARD_LEAD_MS=%d", ms)
 	}

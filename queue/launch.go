@@ -62,6 +62,11 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 		args = append(args, parts...)
 		return args[len(args)-len(parts) : len(args) : len(args)]
 	}
+	// The runs of one workflow version read its DAG once: a take's runs
+	// are mostly of one, and a GET per run cost Redis a command and the
+	// launcher a reply each. One GET in the pipeline reads what the runs'
+	// GETs, one after the other in it, would have read.
+	dags := map[string]*redis.StringCmd{}
 	// Each command carries its own error, checked below: Pipelined's is
 	// the first of them, whichever run it belongs to.
 	_, _ = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
@@ -75,8 +80,12 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 				rs[i].sched = redis.NewMapStringStringCmd(ctx, cmdArgs("hgetall", scheduleKey(sh, p.ScheduleID))...)
 				_ = pl.Process(ctx, rs[i].sched)
 			}
-			rs[i].dag = redis.NewStringCmd(ctx, cmdArgs("get", workflowKey(p.WorkflowID, p.Version))...)
-			_ = pl.Process(ctx, rs[i].dag)
+			wk := workflowKey(p.WorkflowID, p.Version)
+			if rs[i].dag = dags[wk]; rs[i].dag == nil {
+				rs[i].dag = redis.NewStringCmd(ctx, cmdArgs("get", wk)...)
+				dags[wk] = rs[i].dag
+				_ = pl.Process(ctx, rs[i].dag)
+			}
 		}
 		return nil
 	})

@@ -2,10 +2,15 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/model"
 	"github.com/chronos-sched/chronos/queue"
 	"github.com/chronos-sched/chronos/queue/queuetest"
 )
@@ -36,4 +41,41 @@ func TestRunsForwardedAheadByTheLeadStartOnTime(t *testing.T) {
 	})
 	defer func() { stopFwd(); fwd.Wait() }()
 	requireNoEarlyStarts(t, store, time.Now)
+}
+
+// A run's wait for its time in its slot is not call time: after a burst
+// forwarded ahead, the lane still takes ahead for the quick calls that
+// follow (holdLimit).
+func TestWaitingForTheFireTimeIsNotCallTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := queue.NewStore(ctx, queuetest.StartRedis(t).Universal(t), queue.RealClock{}, &queue.Config{Lookahead: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, store.PutWorkflow(ctx, "wf", "1", []byte(`{}`)))
+	const n = 8
+	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	for i := range n {
+		_, _, err := store.StartManualRun(ctx, queue.ManualRun{WorkflowID: "wf", Version: "1", UserID: "u",
+			ScheduledFor: at, IdempotencyKey: fmt.Sprintf("k%d", i)})
+		require.NoError(t, err)
+	}
+	// Moved the longest lead ahead of their second, after it came near.
+	<-time.After(time.Until(at.Add(-queue.ForwardLeadMax)))
+	moved, err := store.Tasks().ForwardAhead(ctx, store.Clock().Now(), queue.ForwardLeadMax)
+	require.NoError(t, err)
+	require.Equal(t, n, moved)
+
+	ex := &recordingExecutor{res: Result{Status: model.RunSuccess}}
+	l, err := New(store, &Config{Executor: ex, ShutdownTimeout: time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	stopAtCleanup(t, l)
+	b := &testBundle{store: store}
+	for i := range n {
+		b.waitStatus(t, fmt.Sprintf("k%d", i), model.RunSuccess)
+	}
+	// Counted, each run's second-long wait would make the average over
+	// half a second; its calls take milliseconds.
+	require.Less(t, time.Duration(l.lane.callTime.Load()), 100*time.Millisecond,
+		"the runs waited about a second each for their time; their calls were quick")
 }

@@ -18,7 +18,12 @@ import (
 // hash into rec: the failure streak, the last FAILED run's error, and
 // while paused why, the note and since when.
 func decodePauseState(rec *model.ScheduleRecord, h map[string]string) {
-	rec.ConsecutiveFailures, _ = strconv.Atoi(h[sfFailStreak])
+	// Most schedules have no streak: Atoi("") would allocate its error
+	// for each of their runs a launcher reads.
+	rec.ConsecutiveFailures = 0
+	if v := h[sfFailStreak]; v != "" {
+		rec.ConsecutiveFailures, _ = strconv.Atoi(v)
+	}
 	rec.LastError = h[sfFailErr]
 	if !rec.Paused {
 		return

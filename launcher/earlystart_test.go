@@ -50,22 +50,10 @@ func TestNoEarlyStart(t *testing.T) {
 		require.NoError(t, err)
 		_, err = store.LauncherHeartbeat(ctx, "fast-host", fastBy, time.Now(), time.Minute)
 		require.NoError(t, err)
-		fwdCtx, stopFwd := context.WithCancel(ctx)
-		var fwd sync.WaitGroup
-		fwd.Go(func() {
-			// As asynq's forwarder does, on a ticker until stopped.
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				_, _ = fast.Tasks().Forward(fwdCtx, fast.Clock().Now())
-				select {
-				case <-fwdCtx.Done():
-					return
-				case <-tick.C:
-				}
-			}
+		// As asynq's forwarder does, on a ticker.
+		forwardEvery(t, 100*time.Millisecond, func(ctx context.Context) {
+			_, _ = fast.Tasks().Forward(ctx, fast.Clock().Now())
 		})
-		defer func() { stopFwd(); fwd.Wait() }()
 		requireNoEarlyStarts(t, store, time.Now)
 	})
 

@@ -21,26 +21,33 @@ import (
 // dashboard and start it at once.
 func TestRunsForwardedAheadByTheLeadStartOnTime(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	store := storeWithRunsAhead(t, queuetest.StartRedis(t).Universal(t), queue.RealClock{})
-	fwdCtx, stopFwd := context.WithCancel(ctx)
-	var fwd sync.WaitGroup
-	fwd.Go(func() {
-		// As a scheduler's forward loop does with the longest lead, more
-		// often, so that runs come as early as the lead allows.
-		tick := time.NewTicker(50 * time.Millisecond)
+	// As a scheduler's forward loop does with the longest lead, more
+	// often, so that runs come as early as the lead allows.
+	forwardEvery(t, 50*time.Millisecond, func(ctx context.Context) {
+		_, _ = store.Tasks().ForwardAhead(ctx, store.Clock().Now(), queue.ForwardLeadMax)
+	})
+	requireNoEarlyStarts(t, store, time.Now)
+}
+
+// forwardEvery calls forward at once and then every interval, until the
+// test ends.
+func forwardEvery(t *testing.T, interval time.Duration, forward func(context.Context)) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			_, _ = store.Tasks().ForwardAhead(fwdCtx, store.Clock().Now(), queue.ForwardLeadMax)
+			forward(ctx)
 			select {
-			case <-fwdCtx.Done():
+			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
 		}
 	})
-	defer func() { stopFwd(); fwd.Wait() }()
-	requireNoEarlyStarts(t, store, time.Now)
+	t.Cleanup(func() { stop(); wg.Wait() })
 }
 
 // A run's wait for its time in its slot is not call time: after a burst

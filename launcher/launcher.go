@@ -169,6 +169,12 @@ func (l *Launcher) Start(ctx context.Context) error {
 		l.logger.WarnContext(ctx, "clock skew report failed; retrying", "err", err)
 	}
 	cancel()
+	// The tasks of launchers that died are recovered before this one
+	// takes any, so that its own are never among the leases it finds
+	// expired (a failure is retried by the loop).
+	recoverCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	l.recoverExpired(recoverCtx)
+	cancel()
 	l.lane.start(ctx)
 	ctx, l.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	l.loops.Go(func() { l.archivedLoop(ctx) })

@@ -22,10 +22,10 @@ import (
 // covers skew between launchers' host clocks, is what keeps a live
 // launcher's tasks, so it stays.
 
-// recoverLoop recovers lease-expired tasks at start and every
-// RecoverInterval until ctx ends.
+// recoverLoop recovers lease-expired tasks every RecoverInterval until
+// ctx ends (Start recovers them once first).
 func (l *Launcher) recoverLoop(ctx context.Context) {
-	t := time.NewTimer(0)
+	t := time.NewTimer(l.cfg.RecoverInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -33,8 +33,9 @@ const (
 	NoRetry = -1
 	// ForwardLeadMax bounds how long before its time a run enqueued ahead
 	// may be made runnable (the scheduler's Config.ForwardLead). Launchers
-	// hold a run that comes up to this early, beside any clock skew, and
-	// start one that comes earlier at once: it was moved on purpose.
+	// hold a run that comes up to this early, plus the launchers' largest
+	// clock skew and a second's margin, and start one that comes earlier
+	// than that at once: it was moved on purpose (the dashboard's Run).
 	ForwardLeadMax = time.Second
 )
 

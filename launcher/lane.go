@@ -111,7 +111,7 @@ const finishPatience = 20 * time.Second
 // holds freed meanwhile, about half of them. More ahead makes those
 // batches larger, with fewer script calls and round trips per run, which
 // is what the harness found raising LAUNCHER_CONCURRENCY did
-// (docs/performance.md, "Launch: round trips per run").
+// (docs/perf/launchers.md, "Launch: round trips per run").
 const takeAhead = 4
 
 // takeAheadMaxCall: see takeAhead.

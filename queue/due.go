@@ -72,7 +72,7 @@ func (d *DueSchedule) Plan() Plan {
 // their due scores (ZMSCORE) and their hashes (HGETALL): one snapshot, as
 // a script would give, of native commands, which cost Redis far less than
 // the same reads made from Lua (a cold burst's read fell from about 105k
-// to 30k instructions per run: docs/performance.md). It leaves out a
+// to 30k instructions per run: docs/perf/cold-burst.md). It leaves out a
 // schedule no longer due by then; one whose hash is gone comes without a
 // schedule (its plan drops the stray member).
 func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit int) ([]DueSchedule, error) {

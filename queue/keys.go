@@ -28,7 +28,7 @@ func ShardOf(id string, shards int) int {
 // SHARDS allows, and the keys each shard has one of, are made once:
 // formatting one per key was 7% of a scheduler's CPU in a cold burst, and
 // joining the due and version keys two allocations an upsert
-// (docs/performance.md).
+// (docs/perf/cold-burst.md).
 func shardPrefix(s int) string { return shardKeysOf(s).prefix }
 
 // shardKeys are the keys shard s has one of.

@@ -55,7 +55,7 @@ func (s *Store) LoadLaunches(ctx context.Context, ps []*TaskPayload) (states []*
 	// parts are boxed once (launchRunArgs): go-redis's HMGet, HGetAll and
 	// Get box every argument of every call, and HMGet's reply boxes every
 	// value; a StringSliceCmd reads the values as strings (a missing field
-	// as "", as the status and times read it). docs/performance.md,
+	// as "", as the status and times read it). docs/perf/launchers.md,
 	// "Launch: allocations per run".
 	args := make([]any, 0, len(ps)*(len(launchRunArgs)+4))
 	cmdArgs := func(parts ...any) []any {

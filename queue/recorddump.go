@@ -19,7 +19,7 @@ import (
 // A run record written by HSET costs Redis an append to the hash's
 // listpack per field and value, each a reallocation, after a search of
 // the fields already there, and the parsing of two arguments per field:
-// about a fifth of what a cold burst's run costs it (docs/performance.md).
+// about a fifth of what a cold burst's run costs it (docs/perf/cold-burst.md).
 // RESTORE builds the same hash from one argument, the listpack Redis would
 // have built, as DUMP serializes it: Redis copies it in whole. The
 // payload's format is Redis's RDB encoding of a hash in a listpack (type

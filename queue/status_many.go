@@ -44,7 +44,7 @@ type launchEnd struct {
 // gathers commands: while one call is in flight the next ends gather, and
 // an end that finds nothing in flight goes at once. A launcher's runs
 // taken together end together: one call ends them all, where a call per
-// run paid the script call's own cost for each (docs/performance.md,
+// run paid the script call's own cost for each (docs/perf/launchers.md,
 // "Launch: round trips per run").
 type endGatherer struct {
 	s       *Store

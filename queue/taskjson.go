@@ -9,7 +9,7 @@ import (
 // encodeTaskPayload is json.Marshal(p), byte for byte, without
 // reflection for the payloads a burst writes: plain strings and times
 // within RFC 3339's years. A cold burst marshals one payload per run,
-// and reflection was 8% of the scheduler's CPU (docs/performance.md).
+// and reflection was 8% of the scheduler's CPU (docs/perf/cold-burst.md).
 // Any other payload goes to json.Marshal, which escapes and errors as
 // it always has; TestEncodeTaskPayloadMatchesJSON and its fuzz target
 // hold the two to the same bytes.
@@ -95,7 +95,7 @@ func plainJSONTime(t time.Time) bool {
 // copy of b (one allocation where json.Unmarshal made one a field), and
 // its times are read by time.Time.UnmarshalJSON, as json.Unmarshal reads
 // them. A launcher decodes one payload per run, and reflection was 7%
-// of its CPU under load (docs/performance.md);
+// of its CPU under load (docs/perf/launchers.md);
 // TestDecodeTaskPayloadMatchesJSON and FuzzDecodeTaskPayload hold the
 // two to the same result.
 func decodeTaskPayload(b []byte, p *TaskPayload) bool {

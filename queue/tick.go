@@ -32,7 +32,7 @@ type PlanFunc func(due []DueSchedule) (plans []Plan, at time.Time, err error)
 // commit.lua's compare-and-set and its fresh-page check, made by WATCH:
 // the plans apply as the script would apply them, without
 // its Lua, which costs Redis more than the writes themselves
-// (docs/performance.md). Any other chunk, a transaction that WATCH
+// (docs/perf/cold-burst.md). Any other chunk, a transaction that WATCH
 // aborted, REDIS_WAIT_REPLICAS set, or a server whose WATCH misses writes
 // (miniredis: watchprobe.go) goes through commit.lua, which checks each
 // plan again and decides each one alone.

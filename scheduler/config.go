@@ -35,7 +35,7 @@ const (
 	SpreadWindowDefault = time.Minute
 	// ForwardLeadDefault is how long before their second the runs enqueued
 	// ahead are made runnable. Forwarding costs Redis 4-7 us a run
-	// (docs/performance.md), so 100,000 runs due in one second take 0.5 to
+	// (docs/perf/warm-burst.md), so 100,000 runs due in one second take 0.5 to
 	// 1 s to move: with this lead they are runnable by their second, or
 	// soon after on a busy Redis, where they would trickle in over the
 	// second after it. The forward of the next second then runs a quarter

@@ -66,7 +66,7 @@
 // the set changed (another forwarder, or a task written ahead or a retry
 // meanwhile), the EXEC writes nothing and forward.lua moves the ids read,
 // checking which are still due. Without Lua a task costs Redis about half
-// the instructions (BenchmarkForwardRedisCost, docs/performance.md).
+// the instructions (BenchmarkForwardRedisCost, docs/perf/warm-burst.md).
 // On a server whose WATCH misses writes (miniredis, in chronos dev) the
 // transaction is not a compare-and-set, and the queue calls forward.lua
 // alone (Queue.ForwardByScript).

@@ -359,7 +359,8 @@ func (a *policyAudit) launcherSkipsAreExplained(sa *scheduleAudit) {
 
 // overlapSkipsNameARunInFlight checks that a run skipped for overlap names
 // an earlier run of its schedule, created before it and still in flight
-// when it was skipped.
+// when it was skipped, as far as the stamps tell: an end's stamp precedes
+// its write by up to policyEndLag.
 func (a *policyAudit) overlapSkipsNameARunInFlight(sa *scheduleAudit) {
 	t, s := a.t, sa.s
 	t.Helper()
@@ -377,7 +378,7 @@ func (a *policyAudit) overlapSkipsNameARunInFlight(sa *scheduleAudit) {
 		require.True(t, ok, "run of %s at %s skipped for %s, no run of its schedule", s.id, r.at, other)
 		require.True(t, o.at.Before(r.at), "run of %s at %s skipped for a later run at %s", s.id, r.at, o.at)
 		require.False(t, o.cr.After(r.cr.Add(policyTol)), "run of %s at %s skipped for %s created after it", s.id, r.at, other)
-		require.False(t, o.up.Before(r.cr.Add(-policyTol)),
+		require.False(t, o.up.Before(r.cr.Add(-policyTol-policyEndLag)),
 			"run of %s at %s SKIPPED at %s for run %s (at %s), which had ended at %s (%s: %s)",
 			s.id, r.at, r.cr.Format(time.TimeOnly+".000"), other[:8], o.at.Format(time.TimeOnly), o.up.Format(time.TimeOnly+".000"), o.st, o.err)
 	}

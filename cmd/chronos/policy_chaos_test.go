@@ -63,6 +63,12 @@ const (
 	// launcher checked just before it may still reach the executor (the
 	// check and the call are not atomic; generous for a loaded CI host).
 	policyInFlight = time.Second
+	// policyEndLag is how long before its end is written a run's end may
+	// be stamped: a launcher stamps the ends it gathered, then sends them,
+	// and a plan that reads the schedule in between still finds the run in
+	// flight. On an idle host that is a round trip; on a loaded one the
+	// launcher can stall between the two (112 ms seen at a load of 13).
+	policyEndLag = 500 * time.Millisecond
 )
 
 var policySchedulerEnv = map[string]string{

@@ -21,13 +21,20 @@ image:
 ## test: every test, including integration tests on a real redis-server
 ## (started by the tests on free ports) and the multi-process chaos tests;
 ## CI (.ci/run) runs it. Every package runs on one redis-server; the
-## store (queue), scheduler and launcher suites also run on a Sentinel
-## set and on a Redis Cluster (Test*OnSentinelAndCluster re-run their
-## package's test binary under CHRONOS_TEST_TOPOLOGY; docs/operations.md).
+## store (queue) suite also runs on a Sentinel set and on a Redis
+## Cluster, the scheduler and launcher suites on a Cluster (TestStoreOn*,
+## TestSchedulerOnCluster and TestLauncherOnCluster re-run their package's
+## test binary under CHRONOS_TEST_TOPOLOGY; docs/operations.md). The
+## engine's full oracle comparison runs without -race (the race run
+## samples it), beside the race run rather than after it.
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
-	$(GO) test -count=1 -run 'Oracle' ./model/
+	@echo "$(GO) test -race -count=1 -timeout 15m ./...  (beside it: $(GO) test -count=1 -run Oracle ./model/)"; \
+	oracle=$${TMPDIR:-/tmp}/chronos-oracle-$$$$.log; \
+	$(GO) test -count=1 -run 'Oracle' ./model/ >$$oracle 2>&1 & pid=$$!; \
+	$(GO) test -race -count=1 -timeout 15m ./...; race=$$?; \
+	wait $$pid; o=$$?; echo "$(GO) test -count=1 -run Oracle ./model/:"; cat $$oracle; rm -f $$oracle; \
+	[ $$race = 0 ] && [ $$o = 0 ]
 
 ## redis-cluster: a local Redis Cluster (3 masters, 3 replicas) on free
 ## loopback ports; prints the REDIS_URL line to eval. redis-cluster-down

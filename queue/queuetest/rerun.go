@@ -18,12 +18,13 @@ import (
 const RerunParallel = 6
 
 // RunOnTopologies runs the calling package's tests again, in this same
-// test binary, on a Sentinel set and on a Redis Cluster
-// (CHRONOS_TEST_TOPOLOGY), both at once, so that make test, which CI
-// runs, holds the package to every Redis chronos supports. Call it from
-// a top-level test of its own (it skips that test in the runs it starts,
-// and is skipped in them itself). It skips under -short.
-func RunOnTopologies(t *testing.T) {
+// test binary, on each of topologies (CHRONOS_TEST_TOPOLOGY:
+// TopologySentinel, TopologyCluster), all at once, so that make test,
+// which CI runs, holds the package to the Redis deployments chronos
+// supports. Call it from a top-level test of its own (it skips that test
+// in the runs it starts, and is skipped in them itself). It skips under
+// -short.
+func RunOnTopologies(t *testing.T, topologies ...string) {
 	t.Helper()
 	if v := os.Getenv(TopologyEnv); v != "" {
 		t.Skipf("%s=%s: this is one of the runs it starts, or one chosen by hand", TopologyEnv, v)
@@ -32,7 +33,7 @@ func RunOnTopologies(t *testing.T) {
 		t.Skip("starts the package's tests twice more; runs without -short")
 	}
 	self := t.Name()
-	for _, topo := range []string{TopologySentinel, TopologyCluster} {
+	for _, topo := range topologies {
 		t.Run(topo, func(t *testing.T) {
 			t.Parallel()
 			began := time.Now()

@@ -23,9 +23,9 @@ import (
 //
 // Under sentinel or cluster, StartRedis lends each test a set that later
 // tests of the same binary get again, emptied (shared.go). make test runs
-// the store, scheduler and launcher suites with it set to sentinel and to
-// cluster (RunOnTopologies); make test-topologies does so one package
-// at a time.
+// the store suite with it set to sentinel and to cluster, and the
+// scheduler and launcher suites with it set to cluster (RunOnTopologies);
+// make test-topologies runs all three on both, one package at a time.
 const TopologyEnv = "CHRONOS_TEST_TOPOLOGY"
 
 // ClusterReplicasEnv is the number of replicas of each master (0 to 2,

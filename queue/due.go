@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -90,6 +91,10 @@ func (s *Store) ReadDue(ctx context.Context, shard int, until time.Time, limit i
 // readDue reads the schedules ids of shard still due by until, with c: in
 // a MULTI/EXEC when multi, else in a plain pipeline that first WATCHes
 // their hashes (c is then a Tx: TickDue; an EXEC would end the WATCH).
+// In that pipeline the hashes are read by DUMP while the server answers
+// it (dumpread.go); a hash whose payload does not read is read again by
+// HGETALL on c, still under the WATCH, so a change in between aborts the
+// commit as any other would.
 func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until time.Time, ids []string, multi bool) ([]DueSchedule, error) {
 	zms := make([]any, 0, len(ids)+2)
 	zms = append(zms, "ZMSCORE", dueKey(shard))
@@ -97,7 +102,13 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 		zms = append(zms, id)
 	}
 	var scores *redis.Cmd
-	hashes := make([]*redis.MapStringStringCmd, len(ids))
+	hashes := make([]map[string]string, len(ids))
+	hgetall := make([]*redis.MapStringStringCmd, len(ids))
+	dumps := !multi && s.dumpReads.Load()
+	var dumped []*redis.StringCmd
+	if dumps {
+		dumped = make([]*redis.StringCmd, len(ids))
+	}
 	skeys := make([]string, len(ids))
 	for i, id := range ids {
 		skeys[i] = scheduleKey(shard, id)
@@ -115,7 +126,11 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 		// which would look due.
 		scores = p.Do(ctx, zms...)
 		for i, k := range skeys {
-			hashes[i] = p.HGetAll(ctx, k)
+			if dumps {
+				dumped[i] = p.Dump(ctx, k)
+			} else {
+				hgetall[i] = p.HGetAll(ctx, k)
+			}
 		}
 		return nil
 	}
@@ -125,12 +140,46 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 	} else {
 		_, err = c.Pipelined(ctx, read)
 	}
+	if dumps && errors.Is(err, redis.Nil) {
+		err = nil // DUMP of a hash that is gone
+	}
+	if dumps && err != nil && scores.Err() == nil && dumpRefused(dumped) {
+		// An ACL that refuses DUMP, say: HGETALL from now on.
+		s.dumpReads.Store(false)
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
 	}
 	vals, err := scores.Slice()
 	if err != nil || len(vals) != len(ids) {
 		return nil, fmt.Errorf("read due schedules of shard %d: malformed ZMSCORE reply (%d scores for %d ids): %v", shard, len(vals), len(ids), err)
+	}
+	if dumps {
+		var again []int // schedules whose DUMP does not read
+		for i, d := range dumped {
+			if d.Err() != nil { // redis.Nil: gone; or refused
+				if d.Err() != redis.Nil {
+					again = append(again, i)
+				}
+				continue
+			}
+			if h, ok := readHashDump(d.Val()); ok {
+				hashes[i] = h
+			} else {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, i := range again {
+					hgetall[i] = p.HGetAll(ctx, skeys[i])
+				}
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("read due schedules of shard %d: %w", shard, err)
+			}
+		}
 	}
 	untilMS := float64(ms(until))
 	out := make([]DueSchedule, 0, len(ids))
@@ -139,12 +188,28 @@ func (s *Store) readDue(ctx context.Context, c redis.Cmdable, shard int, until t
 			continue // advanced, paused or removed since the ids were read
 		}
 		d := DueSchedule{ID: id}
-		if h := hashes[i].Val(); len(h) > 0 {
+		h := hashes[i]
+		if hgetall[i] != nil {
+			h = hgetall[i].Val()
+		}
+		if len(h) > 0 {
 			s.decodeDue(&d, h)
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// dumpRefused says whether the server answered any of dumped with an
+// error of its own (not redis.Nil, not a connection's).
+func dumpRefused(dumped []*redis.StringCmd) bool {
+	for _, d := range dumped {
+		var re redis.Error
+		if err := d.Err(); err != nil && err != redis.Nil && errors.As(err, &re) {
+			return true
+		}
+	}
+	return false
 }
 
 // scoreOf reads a sorted set score as ZMSCORE answers it: a string in

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,13 @@ func measureColdBurst(tb testing.TB, n int) coldBurstCost {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		cpu0 := selfCPU()
+		if f := os.Getenv("COLDBURST_CPUPROFILE"); f != "" {
+			// The ticks alone, not the registration or the raw enqueue.
+			w, err := os.Create(f)
+			require.NoError(tb, err)
+			require.NoError(tb, pprof.StartCPUProfile(w))
+			defer func() { pprof.StopCPUProfile(); _ = w.Close() }()
+		}
 		parallel(queue.ShardsDefault, queue.ShardsDefault, func(sh int) {
 			require.NoError(tb, s.TickShard(ctx, sh))
 		})

@@ -71,8 +71,14 @@ const (
 	policyEndLag = 500 * time.Millisecond
 )
 
+// policySchedulerEnv's RUN_HISTORY keeps every record the test makes: the
+// audit reads them all (a skip names its blocker, spread leaves a record
+// per fire time), and on a loaded host the test's waits bring its
+// per-second schedules to about 100 runs, the default, past which
+// commits trim the oldest. One run under load failed with a skip naming
+// a run that had no record, which such a trim may leave.
 var policySchedulerEnv = map[string]string{
-	"TICK_MS": "200", "LEASE_TTL": "2s", "LOOKAHEAD_MS": "1000",
+	"TICK_MS": "200", "LEASE_TTL": "2s", "LOOKAHEAD_MS": "1000", "RUN_HISTORY": "10000",
 	"RUN_TIMEOUT": policyRunTimeout.String(), "MISFIRE_GRACE_MS": strconv.Itoa(int(policyMisfireGrace / time.Millisecond)),
 }
 

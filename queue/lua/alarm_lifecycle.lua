@@ -24,11 +24,26 @@
 -- when absent, as HMGET answers), and keep it as they write; without h
 -- they read the fields they need.
 
+-- status_fields is the metatable of an h that holds some of the
+-- schedule's fields (status.lua reads those its case needs), with the
+-- schedule's key at h[1]: a field h lacks is read from the hash when a
+-- library asks for it, and kept, so a library that reads a field the
+-- caller did not read still gets the hash's value.
+local status_fields = {__index = function(h, f)
+  local v = redis.call('HGET', rawget(h, 1), f)
+  rawset(h, f, v)
+  return v
+end}
+
 -- alarm_of returns the kind, status and owner of the alarm at skey, or
 -- nil when skey is no alarm (or gone) or a cancelled one.
 local function alarm_of(skey, h)
   local a
   if h then
+    -- The target first: the other fields are read only for an alarm.
+    if h[sfTarget] ~= targetWake then
+      return nil
+    end
     a = {h[sfTarget], h[sfKind], h[afStatus], h[sfOwner]}
   else
     a = redis.call('HMGET', skey, sfTarget, sfKind, afStatus, sfOwner)

@@ -1,0 +1,39 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-sched/chronos/queue"
+	"github.com/chronos-sched/chronos/queue/queuetest"
+)
+
+// TestStatusFieldsLoadWhatTheCallerDidNotRead: status.lua reads only the
+// schedule fields a run's end needs (4 for the SUCCESS of a run not in
+// flight) and hands the libraries h, which reads a field it lacks from
+// the hash when one asks (status_fields), and keeps it. alarm_of, on a
+// workflow's schedule, reads nothing more. On miniredis (chronos dev)
+// and a real Redis.
+func TestStatusFieldsLoadWhatTheCallerDidNotRead(t *testing.T) {
+	t.Parallel()
+	for name, addr := range map[string]func(t *testing.T) string{
+		"miniredis": func(t *testing.T) string { return miniredis.RunT(t).Addr() },
+		"redis":     func(t *testing.T) string { return queuetest.StartRedis(t).Addr },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			rdb := redis.NewClient(&redis.Options{Addr: addr(t)})
+			t.Cleanup(func() { _ = rdb.Close() })
+			// t: target, next: the next fire time (queue/schema.go).
+			require.NoError(t, rdb.HSet(ctx, "sched", "t", "workflow", "next", "1700000000000").Err())
+			got, err := rdb.Eval(ctx, queue.StatusFieldsProbe, []string{"sched"}).StringSlice()
+			require.NoError(t, err)
+			require.Equal(t, []string{"true", "true", "1700000000000", "false", "1700000000000"}, got)
+		})
+	}
+}

@@ -52,9 +52,12 @@ const lensMaxAge = 100 * time.Millisecond
 const minShare = 8
 
 // idsWindow is how many ids at a pending list's end Take reads for a
-// take of n: those of this take and the next ones, and room for what
-// other launchers take from the same end meanwhile.
-func idsWindow(n int) int { return max(4*n, 16) }
+// take of n: as many as one share of n names (idsSlack), which also
+// serve the next takes' smaller shares of that list. It was 4n, read
+// from all 16 lists at each refresh of the lengths: with two launchers
+// at concurrency 10 a launcher read some 16 ids per run it took, and
+// used fewer than 3 (docs/perf, "Launch: the take's reads").
+func idsWindow(n int) int { return max(n+idsSlack(n), 16) }
 
 // idsSlack is how many more ids than it wants a share names to the take
 // script, for the ones another launcher took first.
@@ -189,7 +192,6 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		ids := s.ids[sh.j]
 		if len(ids) == 0 {
 			s.lens[sh.j] = 0 // emptied since the lengths were read
-			s.lensAt = time.Time{}
 			continue
 		}
 		sh.ids = ids[:min(len(ids), sh.n+idsSlack(sh.n))]
@@ -197,14 +199,19 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 	}
 	shares = live
 	// The lengths and ids stay for the next call less what this one
-	// took, and what others took before it; a share that came back
-	// short means they are out of date.
+	// took, and what others took before it. A share that came back short
+	// means that list's ids are out of date (another launcher took from
+	// its end, or it emptied): they are read again when a take next gives
+	// it a share, and the other lists' stay. Reading every list again
+	// after each short share was most of a second launcher's reads.
 	took := func(sh share, skipped, got int, err error) {
 		s.lens[sh.j] = max(s.lens[sh.j]-int64(skipped+got), 0)
 		s.ids[sh.j] = s.ids[sh.j][min(skipped+got, len(s.ids[sh.j])):]
-		if err != nil || got < sh.n {
+		switch {
+		case err != nil:
+			s.ids[sh.j], s.lensAt = nil, time.Time{}
+		case got < sh.n:
 			s.ids[sh.j] = nil
-			s.lensAt = time.Time{}
 		}
 	}
 	now := time.Now() // leases go by host clocks, as asynq's servers' do
@@ -238,6 +245,9 @@ func (s *Set) Take(ctx context.Context, n int) ([]*Task, error) {
 		}
 		ts, skipped, _ := sh.q.taken(v, now)
 		took(sh, skipped, len(ts), nil)
+		if len(v) == 1 && v[0] == "0" {
+			s.lens[sh.j] = 0 // empty (or paused) until the lengths are read again
+		}
 		out = append(out, ts...)
 	}
 	if len(out) > 0 {

@@ -55,10 +55,12 @@ func (s *Store) TickDue(ctx context.Context, shard int, until time.Time, limit i
 		}
 		return s.planAndCommit(ctx, shard, due, plan)
 	}
+	// The page's slices are made at its size once, not grown chunk by
+	// chunk: a Plan and a DueSchedule are a few hundred bytes each.
 	var (
-		due     []DueSchedule
-		plans   []Plan
-		applied []bool
+		due     = make([]DueSchedule, 0, len(ids))
+		plans   = make([]Plan, 0, len(ids))
+		applied = make([]bool, 0, len(ids))
 	)
 	for len(ids) > 0 {
 		n := min(len(ids), fastChunk)
@@ -221,7 +223,7 @@ func (s *Store) commitFast(ctx context.Context, tx *redis.Tx, shard int, now tim
 		scheduled []redis.Z
 		dueZ      = make([]any, 2, 2+2*len(plans))
 		sizes     = make([]*redis.IntCmd, len(plans))
-		restore   = s.restoreRecords.Load()
+		restore   = s.restoresRecords(ctx)
 		dumps     []byte // the runs' records as RESTORE takes them
 		dump      hashDump
 		restores  []restored

@@ -29,4 +29,5 @@ func RunRecordHSETArgs(sid string, at, fire int64, st string, now int64, err, rs
 var RestoreBuildsRecords = func(ctx context.Context, s *Store) bool { return restoreBuildsRecords(ctx, s.rdb) }
 
 // RestoresRecords says whether TickDue's fast path RESTOREs run records.
-func (s *Store) RestoresRecords() bool { return s.restoreRecords.Load() }
+// It probes the server if no fast commit has yet.
+func (s *Store) RestoresRecords() bool { return s.restoresRecords(context.Background()) }

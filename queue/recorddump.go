@@ -24,10 +24,10 @@ import (
 // have built, as DUMP serializes it: Redis copies it in whole. The
 // payload's format is Redis's RDB encoding of a hash in a listpack (type
 // 16, RDB version 10, Redis 7.0 on; later versions load it as they load
-// any older dump). NewStore checks it on the server (restoreBuildsRecords):
-// a record it RESTOREs must DUMP byte for byte as the same record made by
-// HSET does; otherwise, or on a server older than 7.0, records are
-// written by HSET as before.
+// any older dump). A scheduler's first fast commit checks it on the
+// server (restoresRecords): a record it RESTOREs must DUMP byte for byte
+// as the same record made by HSET does; otherwise, or on a server older
+// than 7.0, records are written by HSET as before.
 
 const (
 	rdbTypeHashListpack = 16 // RDB_TYPE_HASH_LISTPACK
@@ -155,6 +155,18 @@ func lpInt(s string) (int64, bool) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	return v, err == nil
+}
+
+// restoresRecords says whether TickDue's fast path RESTOREs run
+// records. The server is probed (restoreBuildsRecords) at the first
+// call, a scheduler's first fast commit, not in NewStore: API and
+// launcher processes never RESTORE, and need not pay the probe's round
+// trip and keys at every start.
+func (s *Store) restoresRecords(ctx context.Context) bool {
+	s.restoreProbe.Do(func() {
+		s.restoreRecords.Store(s.watchSeesWrites && restoreBuildsRecords(context.WithoutCancel(ctx), s.rdb))
+	})
+	return s.restoreRecords.Load()
 }
 
 // restoreBuildsRecords says whether the server builds a run record from

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ type Store struct {
 	scriptFlags     bool               // Redis refuses a writing script whole when full
 	watchSeesWrites bool               // compare-and-sets may trust WATCH (watchprobe.go)
 	restoreRecords  atomic.Bool        // TickDue's fast path RESTOREs run records (recorddump.go)
+	restoreProbe    sync.Once          // sets restoreRecords at the first fast commit (restoresRecords)
 	dumpReads       atomic.Bool        // TickDue's fast path reads schedules by DUMP (dumpread.go)
 	ledger          *ledgerMetrics     // SKIPPED and FAILED runs by reason (RegisterMetrics)
 	fastPages       atomic.Int64       // chunks TickDue committed in its fast path (tests)
@@ -63,7 +65,6 @@ func NewStore(ctx context.Context, rdb redis.UniversalClient, clock Clock, cfg *
 	b := &batcher{rdb: rdb}
 	s := &Store{rdb: rdb, clock: clock, cfg: c, batch: b, defs: newDefCache(defCacheSize), scriptFlags: flags,
 		watchSeesWrites: watch, ledger: newLedgerMetrics()}
-	s.restoreRecords.Store(watch && restoreBuildsRecords(ctx, rdb))
 	s.dumpReads.Store(watch)
 	s.ends = &endGatherer{s: s}
 	newQueue := func(name string) *asynqwire.Queue {

@@ -56,7 +56,8 @@ const minShare = 8
 // serve the next takes' smaller shares of that list. It was 4n, read
 // from all 16 lists at each refresh of the lengths: with two launchers
 // at concurrency 10 a launcher read some 16 ids per run it took, and
-// used fewer than 3 (docs/perf, "Launch: the take's reads").
+// used fewer than 3 (docs/perf/launchers.md, "Launch: the scripts' work
+// per run").
 func idsWindow(n int) int { return max(n+idsSlack(n), 16) }
 
 // idsSlack is how many more ids than it wants a share names to the take

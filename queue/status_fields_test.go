@@ -20,15 +20,20 @@ import (
 // and a real Redis.
 func TestStatusFieldsLoadWhatTheCallerDidNotRead(t *testing.T) {
 	t.Parallel()
-	for name, addr := range map[string]func(t *testing.T) string{
-		"miniredis": func(t *testing.T) string { return miniredis.RunT(t).Addr() },
-		"redis":     func(t *testing.T) string { return queuetest.StartRedis(t).Addr },
+	// The Redis case takes the topology's own client: on a Cluster the
+	// schedule's key may live on any master.
+	for name, client := range map[string]func(t *testing.T) redis.UniversalClient{
+		"miniredis": func(t *testing.T) redis.UniversalClient {
+			rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			return rdb
+		},
+		"redis": func(t *testing.T) redis.UniversalClient { return queuetest.StartRedis(t).Universal(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			rdb := redis.NewClient(&redis.Options{Addr: addr(t)})
-			t.Cleanup(func() { _ = rdb.Close() })
+			rdb := client(t)
 			// t: target, next: the next fire time (queue/schema.go).
 			require.NoError(t, rdb.HSet(ctx, "sched", "t", "workflow", "next", "1700000000000").Err())
 			got, err := rdb.Eval(ctx, queue.StatusFieldsProbe, []string{"sched"}).StringSlice()

@@ -31,7 +31,8 @@ func readHashDump(p string) (h map[string]string, ok bool) {
 		return nil, false
 	}
 	body := p[:len(p)-8]
-	if leUint(p[len(p)-8:]) != crc64String(body) {
+	// The checksum recorddump.go writes, over body in place (not copied).
+	if leUint(p[len(p)-8:]) != redisCRC64(unsafe.Slice(unsafe.StringData(body), len(body))) {
 		return nil, false
 	}
 	lp, rest, ok := readRDBString(body[1 : len(body)-2])
@@ -275,13 +276,4 @@ func beUint(b string) uint64 {
 		v = v<<8 | uint64(b[i])
 	}
 	return v
-}
-
-// crc64String is redisCRC64 of s, without copying it to a []byte.
-func crc64String(s string) uint64 {
-	var crc uint64
-	for i := 0; i < len(s); i++ {
-		crc = crcJones[byte(crc)^s[i]] ^ crc>>8
-	}
-	return crc
 }
